@@ -1,0 +1,5 @@
+import sys
+
+from exotray.cli import main
+
+sys.exit(main())

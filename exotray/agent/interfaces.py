@@ -1,0 +1,475 @@
+"""Interface kind classification.
+
+Every network interface the agent reports gets a *kind* (one of :data:`KINDS`) and a human
+label. The kind feeds the capacity rules (e.g. a Thunderbolt link has a generation-based
+capacity) and the UI; the label is what people recognise ("Thunderbolt Bridge", "Wi-Fi").
+
+Sources:
+
+* Linux: ``/sys/class/net/<name>/`` (``type``, ``flags``, ``uevent`` DEVTYPE, ``wireless/``,
+  ``phy80211``, ``bridge/``, ``bonding/``, ``tun_flags``, the ``device`` symlink and its
+  ``driver``/``subsystem``). Interfaces can vanish while we read them, so every read is
+  guarded and a missing interface is ``("other", name)``.
+* macOS: ``networksetup -listallhardwareports`` (Hardware Port name -> kind), with name
+  rules for the many BSD interfaces that have no hardware port (lo0, utun*, awdl0, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+KINDS = ("ethernet", "wifi", "thunderbolt", "loopback", "virtual", "vpn", "other")
+
+Classification = tuple[str, str]
+
+DEFAULT_SYSFS_ROOT = "/sys/class/net"
+NETWORKSETUP_CMD = ("networksetup", "-listallhardwareports")
+NETWORKSETUP_TIMEOUT_S = 5.0
+
+# include/uapi/linux/if_arp.h
+_ARPHRD_ETHER = 1
+_ARPHRD_INFINIBAND = 32
+_ARPHRD_PPP = 512
+_ARPHRD_TUNNEL = 768
+_ARPHRD_TUNNEL6 = 769
+_ARPHRD_LOOPBACK = 772
+_ARPHRD_SIT = 776
+_ARPHRD_IPGRE = 778
+_ARPHRD_IP6GRE = 823
+_ARPHRD_CAN = 280
+_ARPHRD_NONE = 65534
+_TUNNEL_TYPES = {_ARPHRD_TUNNEL, _ARPHRD_TUNNEL6, _ARPHRD_SIT, _ARPHRD_IPGRE, _ARPHRD_IP6GRE}
+
+# include/uapi/linux/if.h, include/uapi/linux/if_tun.h
+_IFF_LOOPBACK = 0x8
+_IFF_TUN = 0x0001
+_IFF_TAP = 0x0002
+
+_THUNDERBOLT_NET_DRIVER = "thunderbolt-net"
+
+
+# --------------------------------------------------------------------------- Linux
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read().strip()
+    except (OSError, ValueError):
+        return None
+
+
+def _read_int(path: str, base: int = 10) -> int | None:
+    text = _read_text(path)
+    if not text:
+        return None
+    try:
+        return int(text, base)
+    except ValueError:
+        return None
+
+
+def _isdir(path: str) -> bool:
+    try:
+        return os.path.isdir(path)
+    except (OSError, ValueError):
+        return False
+
+
+def _lexists(path: str) -> bool:
+    try:
+        return os.path.lexists(path)
+    except (OSError, ValueError):
+        return False
+
+
+def _link_target(path: str) -> str:
+    """Resolved target of a symlink ('' when absent/unreadable); never raises."""
+    try:
+        if not os.path.islink(path):
+            return ""
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return ""
+
+
+def _read_uevent(path: str) -> dict[str, str]:
+    text = _read_text(path)
+    result: dict[str, str] = {}
+    if not text:
+        return result
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            result[key.strip().upper()] = value.strip()
+    return result
+
+
+# name prefix -> label, for VPN-ish interfaces whose name is the best evidence we have.
+_LINUX_VPN_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("tailscale", "VPN (Tailscale)"),
+    ("wg", "VPN (WireGuard)"),
+    ("zt", "VPN (ZeroTier)"),
+    ("nordlynx", "VPN (WireGuard)"),
+    ("ppp", "VPN (PPP)"),
+    ("ipsec", "VPN (IPsec)"),
+    ("tun", "VPN (tun)"),
+    ("tap", "VPN (tap)"),
+    ("utun", "VPN (tun)"),
+)
+
+_LINUX_DEVTYPE_LABELS: dict[str, tuple[str, str]] = {
+    "wireguard": ("vpn", "VPN (WireGuard)"),
+    "bridge": ("virtual", "Bridge"),
+    "vlan": ("virtual", "VLAN"),
+    "bond": ("virtual", "Bond"),
+    "team": ("virtual", "Team"),
+    "vxlan": ("virtual", "VXLAN"),
+    "geneve": ("virtual", "Geneve"),
+    "macvlan": ("virtual", "MACVLAN"),
+    "macvtap": ("virtual", "MACVTAP"),
+    "ipvlan": ("virtual", "IPVLAN"),
+    "vrf": ("virtual", "VRF"),
+    "dsa": ("virtual", "Switch port"),
+}
+
+# name prefix -> label for device-less (software) interfaces.
+_LINUX_VIRTUAL_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("veth", "Virtual Ethernet"),
+    ("docker", "Bridge (Docker)"),
+    ("br-", "Bridge (Docker)"),
+    ("virbr", "Bridge (libvirt)"),
+    ("lxcbr", "Bridge (LXC)"),
+    ("lxdbr", "Bridge (LXD)"),
+    ("cni", "Bridge (CNI)"),
+    ("flannel", "Overlay (flannel)"),
+    ("cilium", "Overlay (Cilium)"),
+    ("vxlan", "VXLAN"),
+    ("dummy", "Dummy"),
+    ("bond", "Bond"),
+    ("team", "Team"),
+    ("ifb", "IFB"),
+    ("br", "Bridge"),
+)
+
+
+def _linux_name_rules(name: str) -> Classification | None:
+    """Classification from the name alone, for VPN-ish names; None if nothing matches."""
+    if name == "lo":
+        return ("loopback", "Loopback")
+    for prefix, label in _LINUX_VPN_PREFIXES:
+        if name.startswith(prefix):
+            return ("vpn", label)
+    return None
+
+
+def _linux_virtual_label(name: str) -> str:
+    for prefix, label in _LINUX_VIRTUAL_PREFIXES:
+        if name.startswith(prefix):
+            return label
+    if "." in name:  # eth0.100 style VLAN
+        return "VLAN"
+    return "Virtual"
+
+
+def classify_linux(name: str, sysfs_root: str | Path = DEFAULT_SYSFS_ROOT) -> Classification:
+    """(kind, human label) for a Linux interface, from sysfs.
+
+    Never raises: an interface that vanished (or a sysfs that cannot be read) yields
+    ``("other", name)``; partially readable data falls back to name rules.
+    """
+    if not name or "/" in name or name in (".", ".."):
+        return ("other", name)
+    base = os.path.join(os.fspath(sysfs_root), name)
+    if not _isdir(base):
+        return ("other", name)
+
+    def p(*parts: str) -> str:
+        return os.path.join(base, *parts)
+
+    arp_type = _read_int(p("type"))
+    flags = _read_int(p("flags"), 16)
+    uevent = _read_uevent(p("uevent"))
+    devtype = uevent.get("DEVTYPE", "").lower()
+
+    # Loopback.
+    if arp_type == _ARPHRD_LOOPBACK or (flags is not None and flags & _IFF_LOOPBACK):
+        return ("loopback", "Loopback")
+
+    # VPNs: WireGuard, tun/tap (Tailscale, OpenVPN, ZeroTier...), PPP.
+    if devtype == "wireguard":
+        return ("vpn", "VPN (WireGuard)")
+    tun_flags = _read_int(p("tun_flags"), 16)
+    if tun_flags is not None or _lexists(p("tun_flags")):
+        by_name = _linux_name_rules(name)
+        if by_name is not None and by_name[0] == "vpn" and not name.startswith(("tun", "tap")):
+            return by_name  # e.g. tailscale0 / zt* are tun devices with a better label
+        if tun_flags is not None and tun_flags & _IFF_TAP and not tun_flags & _IFF_TUN:
+            return ("vpn", "VPN (tap)")
+        return ("vpn", "VPN (tun)")
+    if arp_type == _ARPHRD_PPP:
+        return ("vpn", "VPN (PPP)")
+
+    # Wireless (also ARPHRD_ETHER, so before the Ethernet check).
+    if devtype == "wlan" or _isdir(p("wireless")) or _lexists(p("phy80211")):
+        return ("wifi", "Wi-Fi")
+
+    # Thunderbolt networking (thunderbolt-net / USB4 host-to-host).
+    has_device = _lexists(p("device"))
+    if has_device:
+        driver = _link_target(p("device", "driver"))
+        subsystem = _link_target(p("device", "subsystem"))
+        if (
+            os.path.basename(driver) == _THUNDERBOLT_NET_DRIVER
+            or "thunderbolt" in driver
+            or "thunderbolt" in subsystem
+        ):
+            return ("thunderbolt", "Thunderbolt")
+
+    # Software interfaces identified by the kernel.
+    if devtype in _LINUX_DEVTYPE_LABELS and not (has_device and devtype == "dsa"):
+        return _LINUX_DEVTYPE_LABELS[devtype]
+    if _isdir(p("bridge")):
+        return ("virtual", "Bridge")
+    if _isdir(p("bonding")):
+        return ("virtual", "Bond")
+    if devtype == "wwan":
+        return ("other", "Mobile broadband")
+    if arp_type in _TUNNEL_TYPES:
+        return ("virtual", "Tunnel")
+
+    by_name = _linux_name_rules(name)
+    if by_name is not None:
+        return by_name
+
+    if not has_device:
+        if arp_type is None and not uevent:
+            # Nothing readable at all (vanished mid-read, or an unreadable sysfs).
+            return ("other", name)
+        if arp_type == _ARPHRD_NONE:
+            return ("virtual", "Virtual")
+        return ("virtual", _linux_virtual_label(name))
+
+    # Physical device from here on.
+    if arp_type == _ARPHRD_ETHER:
+        return ("ethernet", "Ethernet")
+    if arp_type == _ARPHRD_INFINIBAND:
+        return ("other", "InfiniBand")
+    if arp_type == _ARPHRD_CAN:
+        return ("other", "CAN")
+    return ("other", name)
+
+
+# --------------------------------------------------------------------------- macOS
+
+_TB_NUMBERED = re.compile(r"^thunderbolt\s+\d+$")
+_WORD_LAN = re.compile(r"\blan\b")
+
+
+def macos_port_kind(port: str) -> str:
+    """Kind for a macOS Hardware Port name ("Wi-Fi", "Thunderbolt 1", ...)."""
+    low = " ".join(port.lower().replace("\u2011", "-").split())
+    if low in ("wi-fi", "airport") or low.startswith(("wi-fi", "airport")):
+        return "wifi"
+    if low == "thunderbolt bridge" or _TB_NUMBERED.match(low):
+        return "thunderbolt"
+    if low.startswith(("bluetooth", "iphone", "ipad")) or "firewire" in low:
+        return "other"
+    # "Thunderbolt Ethernet", "Thunderbolt Ethernet Slot 1[, Port 1]", "Display Ethernet",
+    # "USB 10/100/1000 LAN", "Ethernet Adapter (en5)", "Apple USB Ethernet Adapter".
+    if "ethernet" in low or _WORD_LAN.search(low):
+        return "ethernet"
+    if low.startswith("thunderbolt"):
+        return "thunderbolt"
+    return "other"
+
+
+def parse_networksetup(text: str) -> dict[str, Classification]:
+    """Parse ``networksetup -listallhardwareports`` into ``{device: (kind, label)}``.
+
+    The label is the Hardware Port name. Blocks without a device are skipped. VLANs listed
+    in the trailing "VLAN Configurations" section are reported as ``virtual``. Unknown
+    lines are ignored, so CRLF, indentation and stray text are tolerated.
+    """
+    ports: dict[str, Classification] = {}
+    port: str | None = None
+    in_vlans = False
+    vlan_name: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        low = line.lower()
+        if low.startswith("vlan configurations"):
+            in_vlans = True
+            port = None
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key_low = key.strip().lower()
+        value = value.strip()
+        if key_low == "hardware port":
+            in_vlans = False
+            port = value or None
+        elif key_low == "device" and not in_vlans:
+            if port is not None and value:
+                ports[value] = (macos_port_kind(port), port)
+            port = None
+        elif in_vlans and key_low == "vlan user defined name":
+            vlan_name = value or None
+        elif in_vlans and key_low.startswith("device (") and value:
+            label = f"VLAN ({vlan_name})" if vlan_name else "VLAN"
+            ports.setdefault(value, ("virtual", label))
+            vlan_name = None
+    return ports
+
+
+# name prefix -> (kind, label) for BSD interfaces that have no hardware port.
+_MACOS_NAME_RULES: tuple[tuple[str, Classification], ...] = (
+    ("utun", ("vpn", "VPN (utun)")),
+    ("ipsec", ("vpn", "VPN (IPsec)")),
+    ("ppp", ("vpn", "VPN (PPP)")),
+    ("tun", ("vpn", "VPN (tun)")),
+    ("tap", ("vpn", "VPN (tap)")),
+    ("awdl", ("virtual", "AirDrop (AWDL)")),
+    ("llw", ("virtual", "Low Latency WLAN")),
+    ("anpi", ("virtual", "Apple internal network")),
+    ("ap", ("virtual", "Wi-Fi Access Point")),
+    ("p2p", ("virtual", "Wi-Fi Peer-to-Peer")),
+    ("gif", ("virtual", "Generic Tunnel")),
+    ("stf", ("virtual", "6to4 Tunnel")),
+    ("bridge", ("virtual", "Bridge")),
+    ("vmenet", ("virtual", "VM Network")),
+    ("vmnet", ("virtual", "VM Network")),
+    ("feth", ("virtual", "Fake Ethernet")),
+    ("vlan", ("virtual", "VLAN")),
+    ("bond", ("virtual", "Bond")),
+)
+
+
+def classify_macos(name: str, ports: dict[str, Classification]) -> Classification:
+    """(kind, label) for a macOS interface: hardware port first, then name rules."""
+    found = ports.get(name)
+    if found is not None:
+        return found
+    if name == "lo0" or re.fullmatch(r"lo\d+", name):
+        return ("loopback", "Loopback")
+    for prefix, result in _MACOS_NAME_RULES:
+        if name.startswith(prefix):
+            return result
+    return ("other", name)
+
+
+# --------------------------------------------------------------------------- other OSes
+
+
+def _classify_generic(name: str) -> Classification:
+    """Best effort from the name alone (Windows friendly names, BSDs)."""
+    low = name.lower()
+    if low.startswith("lo") and (low == "lo" or low[2:].isdigit() or "loopback" in low):
+        return ("loopback", "Loopback")
+    if "loopback" in low:
+        return ("loopback", "Loopback")
+    if "wi-fi" in low or "wifi" in low or "wireless" in low or "wlan" in low:
+        return ("wifi", name)
+    if "thunderbolt" in low:
+        return ("thunderbolt", name)
+    if any(word in low for word in ("vpn", "wireguard", "tailscale", "zerotier", "openvpn")):
+        return ("vpn", name)
+    if low.startswith(("vethernet", "vmware", "virtualbox", "hyper-v")):
+        return ("virtual", name)
+    if "ethernet" in low:
+        return ("ethernet", name)
+    return ("other", name)
+
+
+# --------------------------------------------------------------------------- classifier
+
+
+def _run_networksetup() -> str:
+    completed = subprocess.run(
+        list(NETWORKSETUP_CMD),
+        capture_output=True,
+        text=True,
+        timeout=NETWORKSETUP_TIMEOUT_S,
+        check=True,
+    )
+    return completed.stdout
+
+
+class InterfaceClassifier:
+    """Caches ``(kind, label)`` per interface name.
+
+    On macOS the hardware-port table is read once (lazily) and again after
+    :meth:`refresh`; ``networksetup_runner`` replaces the subprocess call in tests. If it
+    fails, one warning is logged and name rules are used.
+    """
+
+    def __init__(
+        self,
+        platform: str = sys.platform,
+        sysfs_root: str | Path = DEFAULT_SYSFS_ROOT,
+        networksetup_runner: Callable[[], str] | None = None,
+    ) -> None:
+        self._platform = platform
+        self._sysfs_root = sysfs_root
+        self._runner: Callable[[], str] = networksetup_runner or _run_networksetup
+        self._cache: dict[str, Classification] = {}
+        self._ports: dict[str, Classification] | None = None
+        self._warned = False
+        self._lock = threading.Lock()
+
+    @property
+    def platform(self) -> str:
+        return self._platform
+
+    def classify(self, name: str) -> Classification:
+        with self._lock:
+            cached = self._cache.get(name)
+            if cached is not None:
+                return cached
+            result = self._classify_uncached(name)
+            self._cache[name] = result
+            return result
+
+    def refresh(self) -> None:
+        """Forget cached results (and the macOS port table); call when interfaces change."""
+        with self._lock:
+            self._cache.clear()
+            self._ports = None
+
+    def _classify_uncached(self, name: str) -> Classification:
+        try:
+            if self._platform.startswith("linux"):
+                return classify_linux(name, self._sysfs_root)
+            if self._platform == "darwin":
+                return classify_macos(name, self._macos_ports())
+            return _classify_generic(name)
+        except Exception:  # defensive: classification must never break the agent
+            logger.exception("classifying interface %r failed", name)
+            return ("other", name)
+
+    def _macos_ports(self) -> dict[str, Classification]:
+        if self._ports is None:
+            try:
+                self._ports = parse_networksetup(self._runner())
+            except Exception as exc:
+                log = logger.debug if self._warned else logger.warning
+                log(
+                    "networksetup -listallhardwareports failed (%s); "
+                    "classifying interfaces by name",
+                    exc,
+                )
+                self._warned = True
+                self._ports = {}
+        return self._ports

@@ -1,0 +1,305 @@
+"""UDP RTT probes and the reflector that answers them (the TWAMP-light idea).
+
+One UDP socket on the agent's port both answers peers' probes and sends our own. A
+probe is a fixed 40-byte datagram:
+
+    magic "xtP" + version 1 | type (1 request, 2 reply) | flags | reserved
+    seq (u64) | t1: sender's send time | t2: reflector's receive time | t3: reflector's
+    send time   (signed 64-bit nanoseconds of CLOCK_REALTIME)
+
+The reflector fills t2 (the kernel's receive timestamp where the OS gives one) and t3
+and returns a datagram of exactly the request's size, so exotray can never amplify
+traffic. The sender computes RTT = (t4 - t1) - (t3 - t2), removing the reflector's own
+delay; t4 is again the kernel's receive timestamp. Anything that is not a well-formed
+probe is dropped silently and counted; replies that match no outstanding probe, or
+come from another address than the one probed, are dropped and counted as well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import struct
+import sys
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+MAGIC = b"xtP\x01"
+REQUEST = 1
+REPLY = 2
+_FMT = struct.Struct("!4sBBHQqqq")
+PROBE_LEN = _FMT.size  # 40
+
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; Python lacks the constant
+SO_TIMESTAMP_DARWIN = 0x0400
+
+#: reflector budget per source address: sustained probes per second and burst
+REFLECT_RATE = 200.0
+REFLECT_BURST = 400.0
+_MAX_SOURCES = 4096
+#: a reflector holding a probe for longer than this is lying or broken
+_MAX_REFLECT_DELAY_NS = 1_000_000_000
+#: how far the wall clock may disagree with the monotonic clock over one probe
+_CLOCK_SLACK_NS = 20_000_000
+
+Target = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Probe:
+    type: int
+    seq: int
+    t1: int
+    t2: int
+    t3: int
+
+
+class ProbeError(ValueError):
+    pass
+
+
+def encode(p: Probe) -> bytes:
+    return _FMT.pack(MAGIC, p.type, 0, 0, p.seq, p.t1, p.t2, p.t3)
+
+
+def decode(data: bytes) -> Probe:
+    """Parse a datagram; raise ProbeError(reason) for anything that is not a probe."""
+    if len(data) != PROBE_LEN:
+        raise ProbeError("size")
+    magic, type_, _flags, _res, seq, t1, t2, t3 = _FMT.unpack(data)
+    if magic != MAGIC:
+        raise ProbeError("magic")
+    if type_ not in (REQUEST, REPLY):
+        raise ProbeError("type")
+    return Probe(type_, seq, t1, t2, t3)
+
+
+class _Bucket:
+    __slots__ = ("at", "tokens")
+
+    def __init__(self, now: float) -> None:
+        self.tokens = REFLECT_BURST
+        self.at = now
+
+
+@dataclass
+class _Pending:
+    target: Target
+    t1: int
+    sent_mono: float
+
+
+class ProbeSocket:
+    """The agent's UDP socket: reflector for peers, prober for our links.
+
+    `on_reply(target, sent_mono, rtt_ms)` is called for each valid reply and
+    `on_lost(target, sent_mono)` for each probe that timed out (`expire`).
+    """
+
+    def __init__(
+        self,
+        on_reply: Callable[[Target, float, float], None],
+        on_lost: Callable[[Target, float], None],
+        *,
+        timeout_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.on_reply = on_reply
+        self.on_lost = on_lost
+        self.timeout_s = timeout_s
+        self.clock = clock
+        self.sock: socket.socket | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._seq = int.from_bytes(os.urandom(4), "big") << 16
+        self._pending: OrderedDict[int, _Pending] = OrderedDict()
+        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
+        self._kernel_ts: str | None = None
+        self.counters: dict[str, int] = {
+            "probes_sent": 0,
+            "probe_send_errors": 0,
+            "replies_received": 0,
+            "probes_lost": 0,
+            "replies_late": 0,
+            "replies_unmatched": 0,
+            "replies_bad_times": 0,
+            "requests_reflected": 0,
+            "requests_rate_limited": 0,
+            "datagrams_malformed": 0,
+        }
+
+    # -- lifecycle -------------------------------------------------------------------
+    def open(self, bind: str, port: int, sock: socket.socket | None = None) -> None:
+        if sock is None:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                sock.bind((bind, port))
+            except OSError:
+                sock.close()
+                raise
+        sock.setblocking(False)
+        if sys.platform.startswith("linux"):
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                self._kernel_ts = "ns"
+            except OSError as e:
+                log.info("no kernel receive timestamps (%s); using user-space time", e)
+        elif sys.platform == "darwin":
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMP_DARWIN, 1)
+                self._kernel_ts = "us"
+            except OSError as e:
+                log.info("no kernel receive timestamps (%s); using user-space time", e)
+        self.sock = sock
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(sock.fileno(), self._readable)
+
+    @property
+    def kernel_timestamps(self) -> bool:
+        return self._kernel_ts is not None
+
+    def close(self) -> None:
+        if self.sock is not None:
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.remove_reader(self.sock.fileno())
+            self.sock.close()
+            self.sock = None
+
+    # -- sending ---------------------------------------------------------------------
+    def send(self, target: Target) -> None:
+        """Send one probe to target; a send error counts as an immediate loss."""
+        assert self.sock is not None
+        self._seq = (self._seq + 1) & 0xFFFF_FFFF_FFFF_FFFF
+        seq = self._seq
+        now = self.clock()
+        t1 = time.time_ns()
+        try:
+            self.sock.sendto(encode(Probe(REQUEST, seq, t1, 0, 0)), target)
+        except OSError as e:
+            # Unreachable network, interface down, buffer full: the link learns it as loss.
+            self.counters["probe_send_errors"] += 1
+            log.debug("probe to %s:%d not sent: %s", target[0], target[1], e)
+            self.on_lost(target, now)
+            return
+        self.counters["probes_sent"] += 1
+        self._pending[seq] = _Pending(target, t1, now)
+
+    def expire(self) -> None:
+        """Resolve probes older than the timeout as lost (oldest first)."""
+        horizon = self.clock() - self.timeout_s
+        while self._pending:
+            seq, p = next(iter(self._pending.items()))
+            if p.sent_mono > horizon:
+                break
+            del self._pending[seq]
+            self.counters["probes_lost"] += 1
+            self.on_lost(p.target, p.sent_mono)
+
+    def forget(self, target: Target) -> None:
+        """Drop outstanding probes to a target that is no longer probed."""
+        for seq in [s for s, p in self._pending.items() if p.target == target]:
+            del self._pending[seq]
+
+    # -- receiving -------------------------------------------------------------------
+    def _readable(self) -> None:
+        sock = self.sock
+        if sock is None:
+            return
+        for _ in range(256):  # bounded, so a flood cannot starve the loop
+            try:
+                data, anc, _flags, addr = sock.recvmsg(PROBE_LEN + 1, socket.CMSG_SPACE(16))
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                # e.g. ECONNREFUSED queued by an ICMP port unreachable: nothing to read
+                log.debug("probe socket: %s", e)
+                continue
+            self.datagram(data, addr, self._rx_time(anc))
+
+    def _rx_time(self, anc: list) -> int:
+        for level, type_, cdata in anc:
+            if level != socket.SOL_SOCKET:
+                continue
+            try:
+                if self._kernel_ts == "ns" and type_ == SO_TIMESTAMPNS and len(cdata) >= 16:
+                    sec, nsec = struct.unpack("qq", cdata[:16])
+                    return sec * 1_000_000_000 + nsec
+                if self._kernel_ts == "us" and type_ == SO_TIMESTAMP_DARWIN and len(cdata) >= 12:
+                    sec, usec = struct.unpack("qi", cdata[:12])
+                    return sec * 1_000_000_000 + usec * 1000
+            except struct.error:
+                pass
+        return time.time_ns()
+
+    def datagram(self, data: bytes, addr: tuple, rx_ns: int) -> None:
+        """Handle one received datagram (public so tests can feed it directly)."""
+        try:
+            p = decode(data)
+        except ProbeError:
+            self.counters["datagrams_malformed"] += 1
+            return
+        if p.type == REQUEST:
+            self._reflect(p, addr, rx_ns)
+        else:
+            self._reply(p, addr, rx_ns)
+
+    def _allow(self, host: str) -> bool:
+        now = self.clock()
+        b = self._buckets.get(host)
+        if b is None:
+            b = self._buckets[host] = _Bucket(now)
+            if len(self._buckets) > _MAX_SOURCES:
+                self._buckets.popitem(last=False)
+        else:
+            self._buckets.move_to_end(host)
+            b.tokens = min(REFLECT_BURST, b.tokens + (now - b.at) * REFLECT_RATE)
+            b.at = now
+        if b.tokens < 1:
+            return False
+        b.tokens -= 1
+        return True
+
+    def _reflect(self, p: Probe, addr: tuple, rx_ns: int) -> None:
+        if p.t2 or p.t3:
+            self.counters["datagrams_malformed"] += 1
+            return
+        if not self._allow(addr[0]):
+            self.counters["requests_rate_limited"] += 1
+            return
+        assert self.sock is not None
+        out = encode(Probe(REPLY, p.seq, p.t1, rx_ns, time.time_ns()))
+        try:
+            self.sock.sendto(out, addr)
+            self.counters["requests_reflected"] += 1
+        except OSError as e:
+            log.debug("reflect to %s failed: %s", addr, e)
+
+    def _reply(self, p: Probe, addr: tuple, rx_ns: int) -> None:
+        pending = self._pending.get(p.seq)
+        if pending is None:
+            self.counters["replies_late" if p.seq <= self._seq else "replies_unmatched"] += 1
+            return
+        if (addr[0], addr[1]) != pending.target or p.t1 != pending.t1:
+            self.counters["replies_unmatched"] += 1
+            return
+        del self._pending[p.seq]
+        now = self.clock()
+        held = p.t3 - p.t2
+        wall = rx_ns - p.t1
+        mono_ns = (now - pending.sent_mono) * 1e9
+        if not 0 <= held <= _MAX_REFLECT_DELAY_NS:
+            self.counters["replies_bad_times"] += 1
+            self.on_lost(pending.target, pending.sent_mono)
+            return
+        if wall < 0 or wall > mono_ns + _CLOCK_SLACK_NS or wall < mono_ns - 1e9:
+            # The wall clock stepped while the probe was out: not a measurement.
+            self.counters["replies_bad_times"] += 1
+            return
+        rtt_ns = max(0, wall - held)
+        self.counters["replies_received"] += 1
+        self.on_reply(pending.target, pending.sent_mono, rtt_ns / 1e6)

@@ -1,0 +1,762 @@
+"""The agent: one asyncio program that samples, probes, detects, shares and serves.
+
+Loops, each on its own fixed schedule (no drift, no overlap):
+  * sample  (every interval): interface counters -> rates -> link utilization ->
+    saturation detector -> events; history rows.
+  * probe   (interval / probes_per_interval): one UDP probe per link, timeouts, up/down.
+  * fetch   (every interval): each peer's /v1/snapshot through one shared httpx client.
+  * resolve (every 10 s until resolved): host names of manual peers.
+The HTTP API runs in the same loop (uvicorn on a socket we bind ourselves, so the TCP
+and UDP ports are known to be ours before anything starts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import ipaddress
+import json
+import logging
+import os
+import secrets
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import httpx
+import platformdirs
+import uvicorn
+
+from exotray import PROTO, __version__
+from exotray.agent import sampler
+from exotray.agent.interfaces import InterfaceClassifier
+from exotray.agent.probe import ProbeSocket, Target
+from exotray.core import capacity as cap
+from exotray.core.events import EventLog
+from exotray.core.history import Ring, ring_size
+from exotray.core.saturation import SaturationDetector, SaturationParams
+from exotray.core.schema import (
+    MAX_SNAPSHOT_BYTES,
+    SCHEMA_VERSION,
+    Snapshot,
+    SnapshotRejected,
+    dump,
+    parse_snapshot,
+)
+from exotray.core.settings import Settings, parse_peer
+from exotray.core.stats import Rate, RateMeter, RttWindow
+
+log = logging.getLogger(__name__)
+
+#: a peer whose latest snapshot is older than this leaves the cluster view
+PEER_FORGET_S = 600.0
+#: route lookups (which local interface reaches a peer address) are refreshed this often
+ROUTE_REFRESH_S = 5.0
+LINK_COLUMNS = (
+    "t",
+    "rtt_ms",
+    "rtt_min_ms",
+    "rtt_max_ms",
+    "rx_bytes_per_s",
+    "tx_bytes_per_s",
+    "utilization",
+    "state",
+)
+IFACE_COLUMNS = ("t", "rx_bytes_per_s", "tx_bytes_per_s")
+
+
+def _r(x: float | None, nd: int = 4) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+@dataclass
+class Peer:
+    key: str
+    host: str
+    port: int
+    source: str = "manual"
+    addresses: list[Target] = field(default_factory=list)
+    id: str | None = None
+    name: str | None = None
+    snapshot: Snapshot | None = None
+    snapshot_at: float | None = None
+    reachable: bool = False
+    last_error: str | None = None
+    was_up: bool = False
+    resolve_after: float = 0.0
+
+
+@dataclass
+class Link:
+    target: Target
+    id: str
+    peer: Peer
+    rtt: RttWindow
+    detector: SaturationDetector
+    history: Ring
+    first_probe: float | None = None
+    last_reply: float | None = None
+    up: bool = False
+    local_interface: str | None = None
+    route_checked: float = -1e9
+
+
+@dataclass
+class IfaceState:
+    name: str
+    kind: str
+    label: str
+    up: bool
+    addresses: tuple[str, ...]
+    rate: Rate | None
+    capacity: cap.Capacity
+    history: Ring
+    vanished_at: float | None = None
+
+
+class _Server(uvicorn.Server):
+    """uvicorn inside our loop: the agent owns signals, not uvicorn."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class _Throttled:
+    """Log a recurring problem once, then at most once a minute with a count."""
+
+    def __init__(self, clock: Callable[[], float], every_s: float = 60.0) -> None:
+        self.clock = clock
+        self.every_s = every_s
+        self._seen: dict[str, tuple[float, int]] = {}
+
+    def __call__(self, key: str, level: int, msg: str, *args: Any) -> None:
+        now = self.clock()
+        last = self._seen.get(key)
+        if last is None or now - last[0] >= self.every_s:
+            suffix = f" (and {last[1]} more since last report)" if last and last[1] else ""
+            log.log(level, msg + suffix, *args)
+            self._seen[key] = (now, 0)
+        else:
+            self._seen[key] = (last[0], last[1] + 1)
+
+
+def bind_pair(bind: str, port: int, attempts: int = 20) -> tuple[socket.socket, socket.socket]:
+    """A listening TCP socket and a UDP socket on the same port number."""
+    for _ in range(attempts):
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            tcp.bind((bind, port))
+            real = tcp.getsockname()[1]
+            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                udp.bind((bind, real))
+            except OSError:
+                udp.close()
+                raise
+        except OSError:
+            tcp.close()
+            if port != 0:
+                raise
+            continue
+        tcp.listen(128)
+        tcp.setblocking(False)
+        return tcp, udp
+    raise OSError(f"no port free for both TCP and UDP on {bind}")
+
+
+def load_node_id(state_dir: Path) -> str:
+    """This node's stable id, created once in the state dir."""
+    path = state_dir / "node_id"
+    try:
+        text = path.read_text().strip()
+        if text and len(text) <= 64 and text.isalnum():
+            return text
+        log.warning("%s is not a valid node id; making a new one", path)
+    except FileNotFoundError:
+        pass
+    node_id = secrets.token_hex(6)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(node_id + "\n")
+    os.replace(tmp, path)
+    return node_id
+
+
+class Agent:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        classifier: InterfaceClassifier | None = None,
+    ) -> None:
+        self.settings = settings.validate()
+        self.clock = clock
+        self.state_dir = Path(settings.state_dir or platformdirs.user_state_dir("exotray"))
+        self.node_id = load_node_id(self.state_dir)
+        self.classifier = classifier or InterfaceClassifier()
+        self.sat_params = SaturationParams(
+            threshold=settings.threshold,
+            sustain_s=settings.sustain,
+            clear_s=settings.clear,
+            cooldown_s=settings.cooldown,
+        )
+        self.interval = settings.interval
+        self._mono0 = clock()
+        self._wall0 = wall()
+        self.peers: dict[str, Peer] = {}
+        self.links: dict[Target, Link] = {}
+        self.ifaces: dict[str, IfaceState] = {}
+        self.nics: dict[str, sampler.NicInfo] = {}
+        self.measured_mbit: dict[str, float] = {}
+        self.rates = RateMeter()
+        self._events_file: TextIO | None = None
+        self.events = EventLog(sinks=[self._log_event])
+        self.counters: dict[str, int] = {"snapshots_rejected": 0, "fetch_errors": 0}
+        self.rejections: dict[str, int] = {}
+        self._throttled = _Throttled(clock)
+        self.last_sample: float | None = None
+        self.port = settings.port
+        self.probe: ProbeSocket | None = None
+        self.http: httpx.AsyncClient | None = None
+        self._server: _Server | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._stop = asyncio.Event()
+        self.started = asyncio.Event()
+        for spec in settings.peers:
+            host, port = parse_peer(spec)
+            self.add_peer(host, port)
+
+    # -- peers and links ---------------------------------------------------------------
+    def add_peer(self, host: str, port: int, source: str = "manual") -> Peer:
+        key = f"{host}:{port}"
+        peer = self.peers.get(key)
+        if peer is None:
+            peer = self.peers[key] = Peer(key=key, host=host, port=port, source=source)
+        return peer
+
+    def _link_id(self, target: Target) -> str:
+        raw = f"{self.node_id}|{target[0]}|{target[1]}".encode()
+        return hashlib.sha1(raw, usedforsecurity=False).hexdigest()[:16]
+
+    def _ensure_link(self, peer: Peer, target: Target) -> Link:
+        link = self.links.get(target)
+        if link is None:
+            link = Link(
+                target=target,
+                id=self._link_id(target),
+                peer=peer,
+                rtt=RttWindow(window_s=max(10.0, 10 * self.interval)),
+                detector=SaturationDetector(self.sat_params),
+                history=Ring(LINK_COLUMNS, ring_size(self.interval)),
+            )
+            self.links[target] = link
+        return link
+
+    async def _resolve_peers(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = self.clock()
+        for peer in list(self.peers.values()):
+            if peer.addresses or now < peer.resolve_after:
+                continue
+            try:
+                ipaddress.IPv4Address(peer.host)
+                addrs = [peer.host]
+            except ValueError:
+                try:
+                    infos = await loop.getaddrinfo(
+                        peer.host, peer.port, family=socket.AF_INET, type=socket.SOCK_DGRAM
+                    )
+                    addrs = sorted({i[4][0] for i in infos})
+                except OSError as e:
+                    peer.resolve_after = now + 10.0
+                    peer.last_error = f"cannot resolve {peer.host}: {e}"
+                    log.warning("peer %s: cannot resolve host name (%s); retrying in 10 s",
+                                peer.key, e)
+                    continue
+            peer.addresses = [(a, peer.port) for a in addrs]
+            for t in peer.addresses:
+                self._ensure_link(peer, t)
+
+    # -- the loops ---------------------------------------------------------------------
+    async def _every(self, period: float, fn: Callable[[], Any]) -> None:
+        """Call fn (sync or async) on a fixed schedule; a slow call skips ticks, not drifts."""
+        next_at = self.clock()
+        while True:
+            try:
+                r = fn()
+                if asyncio.iscoroutine(r):
+                    await r
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug in one tick must not stop the agent
+                log.exception("error in %s", getattr(fn, "__name__", fn))
+            next_at += period
+            now = self.clock()
+            if next_at < now:
+                next_at = now + period - ((now - next_at) % period)
+            await asyncio.sleep(next_at - now)
+
+    def _probe_tick(self) -> None:
+        probe = self.probe
+        assert probe is not None
+        probe.expire()
+        now = self.clock()
+        for link in self.links.values():
+            if link.first_probe is None:
+                link.first_probe = now
+            probe.send(link.target)
+        self._update_liveness(now)
+
+    def _update_liveness(self, now: float) -> None:
+        limit = self.settings.down_after * self.interval
+        for link in self.links.values():
+            link.up = link.last_reply is not None and now - link.last_reply < limit
+        for peer in self.peers.values():
+            links = [lk for lk in self.links.values() if lk.peer is peer]
+            is_up = any(lk.up for lk in links)
+            if is_up != peer.was_up:
+                peer.was_up = is_up
+                self.events.emit(
+                    "peer_up" if is_up else "peer_down",
+                    self.wall(now),
+                    link_id=None,
+                    peer_id=peer.id,
+                    peer_name=peer.name or peer.key,
+                    utilization=None,
+                    addresses=[f"{a}:{p}" for a, p in peer.addresses],
+                )
+
+    def _on_reply(self, target: Target, sent_at: float, rtt_ms: float) -> None:
+        link = self.links.get(target)
+        if link is None:
+            return
+        link.rtt.reply(sent_at, rtt_ms)
+        now = self.clock()
+        if link.last_reply is None or now > link.last_reply:
+            link.last_reply = now
+        if not link.up:
+            self._update_liveness(now)
+
+    def _on_lost(self, target: Target, sent_at: float) -> None:
+        link = self.links.get(target)
+        if link is not None:
+            link.rtt.lost(sent_at)
+
+    def _capacity_of(self, name: str, kind: str, nic: sampler.NicInfo | None) -> cap.Capacity:
+        return cap.resolve(
+            override_mbit=self.settings.capacity.get(name),
+            measured_mbit=self.measured_mbit.get(name),
+            nic_speed_mbit=nic.speed_mbit if nic else None,
+            kind_mbit=cap.kind_rule_mbit(kind),
+        )
+
+    def _sample_tick(self) -> None:
+        now = self.clock()
+        t = self.wall(now)
+        try:
+            counters = sampler.read_counters()
+            nics = sampler.read_nics()
+        except OSError as e:
+            self._throttled("sample", logging.WARNING, "cannot read interface counters: %s", e)
+            return
+        if set(nics) != set(self.nics):
+            self.classifier.refresh()
+        addresses_changed = {n: i.addresses for n, i in nics.items()} != {
+            n: i.addresses for n, i in self.nics.items()
+        }
+        self.nics = nics
+        caps: dict[str, float | None] = {}
+        for name, nic in nics.items():
+            kind, label = self.classifier.classify(name)
+            st = self.ifaces.get(name)
+            capacity = self._capacity_of(name, kind, nic)
+            caps[name] = capacity.bytes_per_s
+            if st is None:
+                st = self.ifaces[name] = IfaceState(
+                    name, kind, label, nic.up, nic.addresses, None, capacity,
+                    Ring(IFACE_COLUMNS, ring_size(self.interval)),
+                )
+            st.kind, st.label, st.up, st.addresses, st.capacity = (
+                kind, label, nic.up, nic.addresses, capacity
+            )
+            st.vanished_at = None
+        rates = self.rates.update(now, counters, caps)
+        for name, st in list(self.ifaces.items()):
+            if name not in nics:
+                if st.vanished_at is None:
+                    st.vanished_at = now
+                    st.rate = None
+                elif now - st.vanished_at > 3600:
+                    del self.ifaces[name]
+                continue
+            st.rate = rates.get(name)
+            if st.rate is not None:
+                st.history.append((t, _r(st.rate.rx_bytes_per_s, 1), _r(st.rate.tx_bytes_per_s, 1)))
+        for link in self.links.values():
+            if addresses_changed or now - link.route_checked >= ROUTE_REFRESH_S:
+                link.route_checked = now
+                src = sampler.source_address(link.target[0])
+                link.local_interface = sampler.interface_of(src, nics)
+            self._sample_link(link, now, t)
+        self.last_sample = now
+
+    def _link_numbers(self, link: Link) -> tuple[Rate | None, cap.Capacity, float | None]:
+        st = self.ifaces.get(link.local_interface) if link.local_interface else None
+        if st is None or st.vanished_at is not None:
+            return None, cap.Capacity(None, "unknown"), None
+        rate = st.rate
+        util = cap.utilization(
+            rate.rx_bytes_per_s if rate else None,
+            rate.tx_bytes_per_s if rate else None,
+            st.capacity.bytes_per_s,
+        )
+        return rate, st.capacity, util
+
+    def _sample_link(self, link: Link, now: float, t: float) -> None:
+        rate, capacity, util = self._link_numbers(link)
+        if rate is not None:
+            change = link.detector.update(now, rate.dt, util if link.up else None)
+            if change is not None and change.notify:
+                self.events.emit(
+                    "link_saturated" if change.saturated else "link_cleared",
+                    t,
+                    link_id=link.id,
+                    peer_id=link.peer.id,
+                    peer_name=link.peer.name or link.peer.key,
+                    node=self.settings.name,
+                    local_interface=link.local_interface,
+                    local_label=self._label(link.local_interface),
+                    utilization=_r(util),
+                    rx_bytes_per_s=_r(rate.rx_bytes_per_s, 1),
+                    tx_bytes_per_s=_r(rate.tx_bytes_per_s, 1),
+                    capacity_bytes_per_s=capacity.bytes_per_s,
+                )
+        s = link.rtt.summary(now)
+        link.history.append(
+            (
+                t,
+                _r(s.median_ms),
+                _r(s.min_ms),
+                _r(s.max_ms),
+                _r(rate.rx_bytes_per_s, 1) if rate else None,
+                _r(rate.tx_bytes_per_s, 1) if rate else None,
+                _r(util),
+                self._state(link),
+            )
+        )
+
+    def _label(self, iface: str | None) -> str | None:
+        st = self.ifaces.get(iface) if iface else None
+        return st.label if st else None
+
+    def _state(self, link: Link) -> str:
+        if not link.up:
+            return "down"
+        return "saturated" if link.detector.saturated else "up"
+
+    async def _fetch_tick(self) -> None:
+        peers = [p for p in self.peers.values() if p.addresses]
+        if peers:
+            await asyncio.gather(*(self._fetch(p) for p in peers))
+        now = self.clock()
+        for p in self.peers.values():
+            if p.snapshot_at is not None and now - p.snapshot_at > PEER_FORGET_S:
+                p.snapshot = None
+                p.snapshot_at = None
+
+    def _fetch_target(self, peer: Peer) -> Target:
+        up = [lk for lk in self.links.values() if lk.peer is peer and lk.up]
+        if up:
+            best = min(up, key=lambda lk: lk.rtt.summary(self.clock()).median_ms or 1e9)
+            return best.target
+        return peer.addresses[0]
+
+    async def _fetch(self, peer: Peer) -> None:
+        assert self.http is not None
+        addr, port = self._fetch_target(peer)
+        url = f"http://{addr}:{port}/v1/snapshot"
+        try:
+            async with asyncio.timeout(max(0.5, min(2.0, self.interval))):
+                async with self.http.stream("GET", url) as resp:
+                    if resp.status_code != 200:
+                        raise httpx.HTTPStatusError(
+                            f"HTTP {resp.status_code}", request=resp.request, response=resp
+                        )
+                    length = resp.headers.get("content-length")
+                    if length and length.isdigit() and int(length) > MAX_SNAPSHOT_BYTES:
+                        raise SnapshotRejected("too_large", f"content-length {length}")
+                    body = bytearray()
+                    async for chunk in resp.aiter_bytes():
+                        body += chunk
+                        if len(body) > MAX_SNAPSHOT_BYTES:
+                            raise SnapshotRejected("too_large", f"over {MAX_SNAPSHOT_BYTES} bytes")
+            expected = peer.id if peer.source == "mdns" else None
+            snap = parse_snapshot(bytes(body), own_id=self.node_id, expected_id=expected)
+        except SnapshotRejected as e:
+            self.counters["snapshots_rejected"] += 1
+            self.rejections[e.reason] = self.rejections.get(e.reason, 0) + 1
+            peer.reachable = True
+            peer.last_error = f"bad snapshot: {e}"
+            self._throttled(
+                f"reject:{peer.key}:{e.reason}", logging.WARNING,
+                "peer %s: snapshot dropped (%s)", peer.key, e,
+            )
+            return
+        except (httpx.HTTPError, TimeoutError, OSError) as e:
+            self.counters["fetch_errors"] += 1
+            peer.reachable = False
+            peer.last_error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            self._throttled(
+                f"fetch:{peer.key}", logging.INFO, "peer %s: snapshot fetch failed: %s",
+                peer.key, peer.last_error,
+            )
+            return
+        peer.snapshot = snap
+        peer.snapshot_at = self.clock()
+        peer.reachable = True
+        peer.last_error = None
+        if peer.id != snap.node.id or peer.name != snap.node.name:
+            peer.id, peer.name = snap.node.id, snap.node.name
+
+    # -- views -------------------------------------------------------------------------
+    def wall(self, mono: float) -> float:
+        """Wall-clock time derived from the monotonic clock: steady across clock steps."""
+        return self._wall0 + (mono - self._mono0)
+
+    def link_dict(self, link: Link, now: float) -> dict[str, Any]:
+        s = link.rtt.summary(now)
+        rate, capacity, util = self._link_numbers(link)
+        return {
+            "id": link.id,
+            "peer_id": link.peer.id,
+            "peer_name": link.peer.name,
+            "local_interface": link.local_interface,
+            "local_label": self._label(link.local_interface),
+            "peer_address": link.target[0],
+            "peer_port": link.target[1],
+            "state": self._state(link),
+            "rtt_ms": _r(s.median_ms),
+            "rtt_min_ms": _r(s.min_ms),
+            "rtt_max_ms": _r(s.max_ms),
+            "rtt_p90_ms": _r(s.p90_ms),
+            "rtt_last_ms": _r(s.last_ms),
+            "jitter_ms": _r(s.jitter_ms),
+            "loss": _r(s.loss),
+            "rx_bytes_per_s": _r(rate.rx_bytes_per_s, 1) if rate else None,
+            "tx_bytes_per_s": _r(rate.tx_bytes_per_s, 1) if rate else None,
+            "capacity_bytes_per_s": capacity.bytes_per_s,
+            "capacity_source": capacity.source,
+            "utilization": _r(util),
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        now = self.clock()
+        self._update_liveness(now)  # state as of now, not as of the last probe tick
+        ifaces = []
+        for st in sorted(self.ifaces.values(), key=lambda s: s.name):
+            if st.vanished_at is not None:
+                continue
+            ifaces.append(
+                {
+                    "name": st.name,
+                    "kind": st.kind,
+                    "label": st.label,
+                    "up": st.up,
+                    "addresses": list(st.addresses),
+                    "rx_bytes_per_s": _r(st.rate.rx_bytes_per_s, 1) if st.rate else None,
+                    "tx_bytes_per_s": _r(st.rate.tx_bytes_per_s, 1) if st.rate else None,
+                    "capacity_bytes_per_s": st.capacity.bytes_per_s,
+                    "capacity_source": st.capacity.source,
+                }
+            )
+        counters = dict(self.counters)
+        if self.probe is not None:
+            counters.update(self.probe.counters)
+        for k, v in self.rates.rejected.items():
+            counters[f"rates_rejected_{k}"] = v
+        return {
+            "schema": SCHEMA_VERSION,
+            "node": {"id": self.node_id, "name": self.settings.name, "version": __version__},
+            "proto": PROTO,
+            "interval_s": self.interval,
+            "data_age_s": round(now - self.last_sample, 3) if self.last_sample else 0.0,
+            "interfaces": ifaces,
+            "links": [self.link_dict(lk, now) for lk in self.links.values()],
+            "kernel_timestamps": bool(self.probe and self.probe.kernel_timestamps),
+            "counters": counters,
+        }
+
+    def cluster(self) -> dict[str, Any]:
+        now = self.clock()
+        own = self.snapshot()
+        nodes = [{**own, "age_s": own["data_age_s"], "reachable": True, "authenticated": False}]
+        for p in self.peers.values():
+            if p.snapshot is None or p.snapshot_at is None:
+                continue
+            age = (now - p.snapshot_at) + p.snapshot.data_age_s
+            nodes.append(
+                {
+                    **dump(p.snapshot),
+                    "age_s": round(age, 3),
+                    "reachable": p.reachable,
+                    "authenticated": False,
+                }
+            )
+        peers = [
+            {
+                "key": p.key,
+                "id": p.id,
+                "name": p.name,
+                "source": p.source,
+                "addresses": [f"{a}:{port}" for a, port in p.addresses],
+                "up": p.was_up,
+                "reachable": p.reachable,
+                "last_error": p.last_error,
+            }
+            for p in self.peers.values()
+        ]
+        return {"self": self.node_id, "nodes": nodes, "peers": peers}
+
+    def history(self, link_id: str | None, iface: str | None, seconds: float) -> dict | None:
+        since = self.wall(self.clock()) - seconds
+        if link_id is not None:
+            for lk in self.links.values():
+                if lk.id == link_id:
+                    return {"link": link_id, "interval_s": self.interval,
+                            **lk.history.since(since)}
+            return None
+        if iface is not None and iface in self.ifaces:
+            return {"interface": iface, "interval_s": self.interval,
+                    **self.ifaces[iface].history.since(since)}
+        return None
+
+    # -- events ------------------------------------------------------------------------
+    def _log_event(self, event: dict[str, Any]) -> None:
+        who = event.get("peer_name") or event.get("peer_id")
+        if event["type"] in ("link_saturated", "link_cleared"):
+            util = event.get("utilization")
+            log.warning(
+                "%s: link to %s via %s, utilization %s",
+                event["type"], who, event.get("local_interface"),
+                "unknown" if util is None else f"{util:.0%}",
+            )
+        else:
+            log.info("%s: %s", event["type"], who)
+        if self._events_file is not None:
+            try:
+                self._events_file.write(json.dumps(event, separators=(",", ":")) + "\n")
+                self._events_file.flush()
+            except (OSError, ValueError) as e:
+                self._throttled("events", logging.ERROR, "cannot write events: %s", e)
+
+    # -- lifecycle ---------------------------------------------------------------------
+    async def start(self) -> None:
+        from exotray.agent.api import create_app
+
+        s = self.settings
+        if s.events == "-":
+            self._events_file = sys.stdout
+        elif s.events:
+            self._events_file = open(s.events, "a", encoding="utf-8")  # noqa: SIM115
+        tcp, udp = bind_pair(s.bind, s.port)
+        self.port = tcp.getsockname()[1]
+        self.probe = ProbeSocket(
+            self._on_reply, self._on_lost, timeout_s=max(1.0, self.interval), clock=self.clock
+        )
+        self.probe.open(s.bind, self.port, sock=udp)
+        self.http = httpx.AsyncClient(
+            timeout=httpx.Timeout(2.0, connect=1.0),
+            limits=httpx.Limits(max_connections=256, max_keepalive_connections=128),
+            headers={"user-agent": f"exotray/{__version__}"},
+            trust_env=False,
+        )
+        config = uvicorn.Config(
+            create_app(self),
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            server_header=False,
+            timeout_keep_alive=30,
+            limit_concurrency=128,
+            h11_max_incomplete_event_size=16 * 1024,
+        )
+        self._server = _Server(config)
+        await self._resolve_peers()
+        self._tasks = [
+            asyncio.create_task(self._server.serve(sockets=[tcp]), name="exotray-api"),
+            asyncio.create_task(self._every(self.interval, self._sample_tick), name="sample"),
+            asyncio.create_task(
+                self._every(self.interval / s.probes_per_interval, self._probe_tick), name="probe"
+            ),
+            asyncio.create_task(self._every(self.interval, self._fetch_tick), name="fetch"),
+            asyncio.create_task(self._every(10.0, self._resolve_peers), name="resolve"),
+        ]
+        while not self._server.started:
+            if self._tasks[0].done():
+                self._tasks[0].result()
+            await asyncio.sleep(0.01)
+        log.info(
+            "exotray agent %s (%s, id %s) listening on %s:%d (TCP and UDP), %d peer(s), "
+            "kernel timestamps %s",
+            __version__, s.name, self.node_id, s.bind, self.port, len(self.peers),
+            "on" if self.probe.kernel_timestamps else "off",
+        )
+        self.started.set()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def wait(self) -> None:
+        await self._stop.wait()
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        api = self._tasks[0] if self._tasks else None
+        for t in self._tasks[1:]:
+            t.cancel()
+        if api is not None:
+            try:
+                await asyncio.wait_for(api, 5.0)
+            except (TimeoutError, asyncio.CancelledError):
+                api.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        if self.probe is not None:
+            self.probe.close()
+        if self.http is not None:
+            await self.http.aclose()
+        if self._events_file is not None and self._events_file is not sys.stdout:
+            self._events_file.close()
+        self._events_file = None
+        log.info("exotray agent stopped")
+
+
+async def run(settings: Settings) -> int:
+    """Run an agent until SIGINT or SIGTERM."""
+    import signal
+
+    agent = Agent(settings)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, agent.request_stop)
+    try:
+        await agent.start()
+        await agent.wait()
+    finally:
+        await agent.stop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.remove_signal_handler(sig)
+    return 0

@@ -1,0 +1,86 @@
+"""Readings from the OS: per-interface byte counters, link state, speed and addresses."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+from dataclasses import dataclass
+
+import psutil
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class NicInfo:
+    name: str
+    up: bool
+    #: NIC-reported speed in Mbit/s, None when the driver does not say (psutil gives 0)
+    speed_mbit: float | None
+    #: IPv4 addresses first, then IPv6 (without scope suffix)
+    addresses: tuple[str, ...]
+    #: (address, prefix length) of the IPv4 networks on this interface
+    networks: tuple[tuple[str, int], ...]
+
+
+def read_counters() -> dict[str, tuple[int, int]]:
+    """{name: (rx_bytes, tx_bytes)} as the kernel counts them, unwrapped by us, not psutil."""
+    counters = psutil.net_io_counters(pernic=True, nowrap=False)
+    return {name: (c.bytes_recv, c.bytes_sent) for name, c in counters.items()}
+
+
+def _prefix(netmask: str | None) -> int | None:
+    if not netmask:
+        return None
+    try:
+        return ipaddress.IPv4Network(f"0.0.0.0/{netmask}").prefixlen
+    except ValueError:
+        return None
+
+
+def read_nics() -> dict[str, NicInfo]:
+    stats = psutil.net_if_stats()
+    addrs = psutil.net_if_addrs()
+    out: dict[str, NicInfo] = {}
+    for name in set(stats) | set(addrs):
+        st = stats.get(name)
+        v4: list[str] = []
+        v6: list[str] = []
+        nets: list[tuple[str, int]] = []
+        for a in addrs.get(name, ()):
+            if a.family == socket.AF_INET:
+                v4.append(a.address)
+                p = _prefix(a.netmask)
+                if p is not None:
+                    nets.append((a.address, p))
+            elif a.family == socket.AF_INET6:
+                v6.append(a.address.split("%", 1)[0])
+        out[name] = NicInfo(
+            name=name,
+            up=bool(st and st.isup),
+            speed_mbit=float(st.speed) if st and st.speed and st.speed > 0 else None,
+            addresses=tuple(v4 + v6),
+            networks=tuple(nets),
+        )
+    return out
+
+
+def source_address(peer: str) -> str | None:
+    """The local address the kernel would use to reach `peer` (no packet is sent)."""
+    family = socket.AF_INET6 if ":" in peer else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect((peer, 9))
+            return s.getsockname()[0]
+        except OSError:
+            return None
+
+
+def interface_of(address: str | None, nics: dict[str, NicInfo]) -> str | None:
+    if address is None:
+        return None
+    for name, nic in nics.items():
+        if address in nic.addresses:
+            return name
+    return None

@@ -1,0 +1,200 @@
+"""Command line: `exotray` (tray app), `exotray agent`, `exotray status`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import platformdirs
+
+from exotray import __version__
+from exotray.core import fmt
+from exotray.core.settings import (
+    DEFAULT_PORT,
+    Settings,
+    SettingsError,
+    from_mapping,
+    load_file,
+    parse_capacity,
+    parse_peer,
+)
+
+
+def default_config_path() -> Path:
+    return Path(platformdirs.user_config_dir("exotray")) / "config.toml"
+
+
+def _agent_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("agent", help="run the headless agent (measures, shares, serves the API)")
+    p.add_argument("--name", help="this node's name (default: host name)")
+    p.add_argument("--port", type=int, help=f"TCP and UDP port (default {DEFAULT_PORT})")
+    p.add_argument("--bind", help="address to listen on (default 0.0.0.0)")
+    p.add_argument("--interval", type=float, help="sampling interval in seconds (default 1)")
+    p.add_argument("--peer", action="append", default=[], metavar="HOST:PORT",
+                   help="a peer to monitor without mDNS (repeatable)")
+    p.add_argument("--no-mdns", action="store_true", help="do not discover peers with mDNS")
+    p.add_argument("--mdns-interface", action="append", default=[], metavar="ADDR",
+                   help="limit mDNS to the interface with this address (repeatable)")
+    p.add_argument("--capacity", action="append", default=[], metavar="IFACE=MBIT",
+                   help="capacity of an interface in Mbit/s, overriding what the OS says")
+    p.add_argument("--threshold", type=float, help="utilization that counts as saturated (0.9)")
+    p.add_argument("--sustain", type=float, help="seconds above threshold before saturated (3)")
+    p.add_argument("--clear", type=float, help="seconds below threshold-0.05 before cleared (5)")
+    p.add_argument("--events", metavar="FILE|-", help="append events as JSON lines ('-': stdout)")
+    p.add_argument("--config", metavar="FILE",
+                   help=f"TOML settings file (default {default_config_path()} if it exists)")
+    p.add_argument("--state-dir", metavar="DIR", help="where the node id and tokens live")
+    p.add_argument("--key-file", metavar="FILE", help="cluster key (not implemented yet)")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    base = Settings()
+    config = args.config or (str(default_config_path()) if default_config_path().exists() else None)
+    if config:
+        base = from_mapping(load_file(config), base)
+    over: dict = {}
+    for opt, key in (("name", "name"), ("port", "port"), ("bind", "bind"),
+                     ("interval", "interval"), ("threshold", "threshold"),
+                     ("sustain", "sustain"), ("clear", "clear"), ("events", "events"),
+                     ("state_dir", "state_dir"), ("key_file", "key_file")):
+        value = getattr(args, opt)
+        if value is not None:
+            over[key] = value
+    if args.peer:
+        for spec in args.peer:
+            parse_peer(spec)
+        over["peers"] = tuple(base.peers) + tuple(args.peer)
+    if args.no_mdns:
+        over["mdns"] = False
+    if args.mdns_interface:
+        over["mdns_interfaces"] = tuple(args.mdns_interface)
+    if args.capacity:
+        caps = dict(base.capacity)
+        for spec in args.capacity:
+            iface, mbit = parse_capacity(spec)
+            caps[iface] = mbit
+        over["capacity"] = caps
+    return replace(base, **over).validate()
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        settings = settings_from_args(args)
+    except SettingsError as e:
+        print(f"exotray agent: {e}", file=sys.stderr)
+        return 2
+    if args.key_file:
+        print("exotray agent: --key-file is not supported yet", file=sys.stderr)
+        return 2
+    if settings.mdns:
+        logging.getLogger("exotray").warning(
+            "mDNS discovery is not implemented yet; only --peer entries are monitored"
+        )
+    from exotray.agent.runtime import run
+
+    try:
+        return asyncio.run(run(settings))
+    except OSError as e:
+        print(f"exotray agent: cannot listen on {settings.bind}:{settings.port}: {e.strerror}",
+              file=sys.stderr)
+        return 1
+
+
+def _status_lines(cluster: dict) -> list[str]:
+    names = {n["node"]["id"]: n["node"]["name"] for n in cluster.get("nodes", [])}
+    rows = [("FROM", "TO", "VIA", "RTT", "RX", "TX", "UTIL", "STATE")]
+    for node in cluster.get("nodes", []):
+        for lk in node.get("links", []):
+            peer = lk.get("peer_name") or names.get(lk.get("peer_id")) or lk["peer_address"]
+            iface = lk.get("local_label") or lk.get("local_interface") or "?"
+            if lk.get("local_interface") and lk.get("local_label") != lk.get("local_interface"):
+                iface = f"{lk['local_label']} ({lk['local_interface']})"
+            rows.append((
+                node["node"]["name"],
+                f"{peer} {lk['peer_address']}",
+                iface,
+                fmt.ms(lk.get("rtt_ms")),
+                fmt.rate(lk.get("rx_bytes_per_s")),
+                fmt.rate(lk.get("tx_bytes_per_s")),
+                fmt.percent(lk.get("utilization")),
+                lk["state"],
+            ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    if len(rows) == 1:
+        lines = ["no links yet: this agent has no peers (give --peer HOST:PORT)"]
+    for node in cluster.get("nodes", [])[1:]:
+        if not node.get("reachable", True):
+            lines.append(f"note: {node['node']['name']} did not answer its last snapshot request "
+                         f"(data {node.get('age_s', 0):.0f} s old)")
+    for peer in cluster.get("peers", []):
+        if peer.get("last_error"):
+            lines.append(f"note: peer {peer.get('name') or peer['key']}: {peer['last_error']}")
+    return lines
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import httpx
+
+    url = f"http://{args.host}:{args.port}/v1/cluster"
+    try:
+        r = httpx.get(url, timeout=3.0, trust_env=False)
+        r.raise_for_status()
+        cluster = r.json()
+    except httpx.HTTPError as e:
+        print(f"exotray status: no exotray agent answered at {args.host}:{args.port} ({e}).\n"
+              "Start one with `exotray agent` (or the tray app), or give --port.",
+              file=sys.stderr)
+        return 1
+    if args.json:
+        json.dump(cluster, sys.stdout, indent=2)
+        print()
+    else:
+        print("\n".join(_status_lines(cluster)))
+    return 0
+
+
+def cmd_tray(args: argparse.Namespace) -> int:
+    print("exotray: the tray app is not built yet; run `exotray agent` and `exotray status`.",
+          file=sys.stderr)
+    return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="exotray", description="See your cluster's network: links, RTT, load, saturation."
+    )
+    parser.add_argument("--version", action="version", version=f"exotray {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    _agent_parser(sub)
+    st = sub.add_parser("status", help="the cluster as the local agent sees it")
+    st.add_argument("--json", action="store_true", help="print /v1/cluster as JSON")
+    st.add_argument("--port", type=int, default=DEFAULT_PORT, help="the local agent's port")
+    st.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "agent":
+        return cmd_agent(args)
+    if args.command == "status":
+        return cmd_status(args)
+    return cmd_tray(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

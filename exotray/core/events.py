@@ -1,0 +1,40 @@
+"""The agent's event log: numbered events kept in memory for /v1/events."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+EVENT_TYPES = ("peer_up", "peer_down", "link_saturated", "link_cleared")
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z"
+    )
+
+
+class EventLog:
+    def __init__(self, keep: int = 1000, sinks: list[Callable[[dict], None]] | None = None):
+        self._events: deque[dict[str, Any]] = deque(maxlen=keep)
+        self._seq = 0
+        self.sinks = sinks or []
+
+    @property
+    def last_seq(self) -> int:
+        return self._seq
+
+    def emit(self, type_: str, at: float, **fields: Any) -> dict[str, Any]:
+        if type_ not in EVENT_TYPES:
+            raise ValueError(f"unknown event type {type_!r}")
+        self._seq += 1
+        event = {"seq": self._seq, "at": iso(at), "type": type_, **fields}
+        self._events.append(event)
+        for sink in self.sinks:
+            sink(event)
+        return event
+
+    def after(self, seq: int) -> list[dict[str, Any]]:
+        return [e for e in self._events if e["seq"] > seq]

@@ -1,0 +1,138 @@
+"""The snapshot a node serves at /v1/snapshot, and the validation of peers' snapshots.
+
+A peer's snapshot is untrusted input: it is size-capped, parsed by pydantic's JSON
+parser (no NaN or Infinity, bounded nesting), checked against this schema (types,
+finite non-negative numbers, bounded lengths), and refused when it claims our own id.
+Every refusal is a `SnapshotRejected` with a short machine-readable reason.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import pydantic_core
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+SCHEMA_VERSION = 1
+MAX_SNAPSHOT_BYTES = 1 << 20  # 1 MiB: 64 peers x 4 links is about 100 KiB
+
+KINDS = ("ethernet", "wifi", "thunderbolt", "loopback", "virtual", "vpn", "other")
+CAPACITY_SOURCES = ("override", "measured", "nic", "kind", "unknown")
+LINK_STATES = ("up", "saturated", "down")
+
+REJECT_REASONS = (
+    "too_large",  # over the size cap
+    "not_json",  # not parseable JSON (incl. NaN/Infinity, too deeply nested)
+    "not_object",  # JSON, but not an object
+    "schema_version",  # unknown or missing schema version
+    "invalid",  # does not match the schema
+    "own_id",  # claims to be us
+    "id_mismatch",  # not the node we expected at that address
+)
+
+
+class SnapshotRejected(ValueError):
+    def __init__(self, reason: str, detail: str = "") -> None:
+        assert reason in REJECT_REASONS, reason
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Rate = Annotated[float, Field(ge=0, le=1e13, allow_inf_nan=False)]  # <= 80 Tbit/s
+Ms = Annotated[float, Field(ge=0, le=3_600_000, allow_inf_nan=False)]
+Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
+Ident = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")]
+Address = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[0-9A-Fa-f.:%a-z0-9-]+$")]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True, allow_inf_nan=False, frozen=True)
+
+
+class Node(_Model):
+    id: Ident
+    name: Name
+    version: Annotated[str, Field(max_length=32)]
+
+
+class Interface(_Model):
+    name: Name
+    kind: Literal[KINDS]  # type: ignore[valid-type]
+    label: Name
+    up: bool
+    addresses: Annotated[list[Address], Field(max_length=64)]
+    rx_bytes_per_s: Rate | None
+    tx_bytes_per_s: Rate | None
+    capacity_bytes_per_s: Rate | None
+    capacity_source: Literal[CAPACITY_SOURCES]  # type: ignore[valid-type]
+
+
+class Link(_Model):
+    id: Ident
+    peer_id: Ident | None
+    peer_name: Name | None
+    local_interface: Name | None
+    local_label: Name | None = None
+    peer_address: Address
+    peer_port: Annotated[int, Field(ge=1, le=65535)]
+    state: Literal[LINK_STATES]  # type: ignore[valid-type]
+    rtt_ms: Ms | None
+    rtt_min_ms: Ms | None
+    rtt_max_ms: Ms | None
+    rtt_p90_ms: Ms | None = None
+    rtt_last_ms: Ms | None = None
+    jitter_ms: Ms | None
+    loss: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None
+    rx_bytes_per_s: Rate | None
+    tx_bytes_per_s: Rate | None
+    capacity_bytes_per_s: Rate | None
+    capacity_source: Literal[CAPACITY_SOURCES] = "unknown"  # type: ignore[valid-type]
+    utilization: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] | None
+
+
+class Snapshot(_Model):
+    schema_: Literal[1] = Field(alias="schema")
+    node: Node
+    interval_s: Annotated[float, Field(gt=0, le=3600, allow_inf_nan=False)]
+    #: how old the measurements were when the sender built this snapshot
+    data_age_s: Annotated[float, Field(ge=0, le=86400, allow_inf_nan=False)]
+    interfaces: Annotated[list[Interface], Field(max_length=256)]
+    links: Annotated[list[Link], Field(max_length=1024)]
+
+
+def parse_snapshot(
+    raw: bytes,
+    *,
+    own_id: str | None = None,
+    expected_id: str | None = None,
+    max_bytes: int = MAX_SNAPSHOT_BYTES,
+) -> Snapshot:
+    """Validate a peer's snapshot; raise SnapshotRejected(reason) on anything wrong."""
+    if len(raw) > max_bytes:
+        raise SnapshotRejected("too_large", f"{len(raw)} bytes > {max_bytes}")
+    try:
+        obj = pydantic_core.from_json(raw, allow_inf_nan=False)
+    except ValueError as e:
+        raise SnapshotRejected("not_json", str(e)[:200]) from None
+    if not isinstance(obj, dict):
+        raise SnapshotRejected("not_object", type(obj).__name__)
+    version = obj.get("schema")
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        raise SnapshotRejected("schema_version", repr(version)[:40])
+    try:
+        snap = Snapshot.model_validate(obj)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise SnapshotRejected("invalid", f"{where}: {first['msg']}"[:200]) from None
+    if own_id is not None and snap.node.id == own_id:
+        raise SnapshotRejected("own_id", snap.node.id)
+    if expected_id is not None and snap.node.id != expected_id:
+        raise SnapshotRejected("id_mismatch", f"{snap.node.id} != {expected_id}")
+    return snap
+
+
+def dump(snap: Snapshot) -> dict:
+    return snap.model_dump(mode="json", by_alias=True)

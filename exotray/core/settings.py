@@ -1,0 +1,145 @@
+"""Agent settings: defaults, the TOML config file, and command-line overrides."""
+
+from __future__ import annotations
+
+import math
+import platform
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+DEFAULT_PORT = 52480
+
+
+class SettingsError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Settings:
+    name: str = field(default_factory=lambda: platform.node().split(".")[0] or "exotray")
+    port: int = DEFAULT_PORT
+    bind: str = "0.0.0.0"
+    interval: float = 1.0
+    peers: tuple[str, ...] = ()
+    mdns: bool = True
+    mdns_interfaces: tuple[str, ...] = ()
+    #: interface name -> capacity in Mbit/s
+    capacity: dict[str, float] = field(default_factory=dict)
+    threshold: float = 0.90
+    sustain: float = 3.0
+    clear: float = 5.0
+    cooldown: float = 60.0
+    #: a link is down after this many intervals without any probe reply
+    down_after: float = 2.5
+    #: probes sent per link per interval
+    probes_per_interval: int = 4
+    events: str | None = None
+    state_dir: str | None = None
+    key_file: str | None = None
+
+    def validate(self) -> Settings:
+        if not 0 <= self.port <= 65535:
+            raise SettingsError(f"port {self.port} is not in 0..65535")
+        for name in ("interval", "sustain", "clear", "cooldown", "down_after"):
+            v = getattr(self, name)
+            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
+                raise SettingsError(f"{name} must be a non-negative number, not {v!r}")
+        if not 0.05 <= self.interval <= 60:
+            raise SettingsError(f"interval {self.interval} s is outside 0.05..60 s")
+        if not 0.1 <= self.threshold <= 1.0:
+            raise SettingsError(f"threshold {self.threshold} is outside 0.1..1.0")
+        if not 1 <= self.probes_per_interval <= 20:
+            raise SettingsError("probes_per_interval must be 1..20")
+        for p in self.peers:
+            parse_peer(p)
+        for iface, mbit in self.capacity.items():
+            if not (isinstance(mbit, int | float) and math.isfinite(mbit) and mbit > 0):
+                raise SettingsError(f"capacity of {iface} must be a positive number of Mbit/s")
+        if not self.name or len(self.name) > 64:
+            raise SettingsError("name must be 1..64 characters")
+        return self
+
+
+def parse_peer(text: str) -> tuple[str, int]:
+    """'HOST:PORT', 'HOST' (default port) or '[v6]:PORT' -> (host, port)."""
+    text = text.strip()
+    if not text:
+        raise SettingsError("empty peer")
+    host, port = text, DEFAULT_PORT
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0:
+            raise SettingsError(f"peer {text!r}: missing ']'")
+        host, rest = text[1:end], text[end + 1 :]
+        if rest:
+            if not rest.startswith(":"):
+                raise SettingsError(f"peer {text!r}: expected ':PORT' after ']'")
+            port = _port(text, rest[1:])
+    elif text.count(":") == 1:
+        host, p = text.split(":")
+        port = _port(text, p)
+    if not host:
+        raise SettingsError(f"peer {text!r}: missing host")
+    return host, port
+
+
+def _port(text: str, p: str) -> int:
+    try:
+        port = int(p)
+    except ValueError:
+        raise SettingsError(f"peer {text!r}: port {p!r} is not a number") from None
+    if not 1 <= port <= 65535:
+        raise SettingsError(f"peer {text!r}: port {port} is not in 1..65535")
+    return port
+
+
+def parse_capacity(text: str) -> tuple[str, float]:
+    """'IFACE=MBIT' -> (iface, mbit)."""
+    iface, sep, mbit = text.partition("=")
+    if not sep or not iface.strip():
+        raise SettingsError(f"capacity {text!r}: expected IFACE=MBIT, e.g. en0=1000")
+    try:
+        value = float(mbit)
+    except ValueError:
+        raise SettingsError(f"capacity {text!r}: {mbit!r} is not a number of Mbit/s") from None
+    if not (math.isfinite(value) and value > 0):
+        raise SettingsError(f"capacity {text!r}: must be a positive number of Mbit/s")
+    return iface.strip(), value
+
+
+_KNOWN = {f.name for f in fields(Settings)}
+
+
+def from_mapping(data: dict[str, Any], base: Settings | None = None) -> Settings:
+    """Settings from a config-file mapping (keys as the dataclass fields)."""
+    unknown = set(data) - _KNOWN
+    if unknown:
+        raise SettingsError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    values = dict(data)
+    for key in ("peers", "mdns_interfaces"):
+        if key in values:
+            items = values[key]
+            if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+                raise SettingsError(f"{key} must be a list of strings")
+            values[key] = tuple(values[key])
+    if "capacity" in values:
+        cap = values["capacity"]
+        if not isinstance(cap, dict):
+            raise SettingsError("capacity must be a table of IFACE = MBIT")
+        values["capacity"] = {str(k): v for k, v in cap.items()}
+    try:
+        return replace(base or Settings(), **values).validate()
+    except TypeError as e:
+        raise SettingsError(str(e)) from None
+
+
+def load_file(path: str | Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except OSError as e:
+        raise SettingsError(f"cannot read config {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SettingsError(f"config {path} is not valid TOML: {e}") from None

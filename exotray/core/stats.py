@@ -1,0 +1,194 @@
+"""Rate and RTT statistics.
+
+Plain Python: no sockets, no clocks of its own. Every function takes the time it is
+told, so tests drive it with tables of cases.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+U32 = 1 << 32
+U64 = 1 << 64
+
+
+@dataclass(frozen=True)
+class Rate:
+    rx_bytes_per_s: float
+    tx_bytes_per_s: float
+    #: seconds the rate was averaged over
+    dt: float
+
+
+@dataclass
+class _Last:
+    at: float
+    rx: int
+    tx: int
+
+
+def counter_delta(old: int, new: int) -> int | None:
+    """Bytes between two readings of a byte counter, or None when it was reset.
+
+    A counter that went backwards either wrapped (32-bit counters, still found in some
+    drivers, and on macOS' `if_data`) or restarted from zero (an interface deleted and
+    created again under the same name). A wrap is recognised when the old value was a
+    32-bit value and the wrapped distance is under half the 32-bit range (a reset
+    that happens to look like a wrap still has to pass the capacity check);
+    anything else is a reset: the interval is skipped, never turned into a huge or
+    negative rate.
+    """
+    if new >= old:
+        return new - old
+    if old < U32:
+        wrapped = new + U32 - old
+        if wrapped < U32 // 2:
+            return wrapped
+    return None
+
+
+class RateMeter:
+    """Per-interface rx/tx rates from successive counter readings.
+
+    `update(now, counters)` takes a monotonic time and {name: (rx_bytes, tx_bytes)} and
+    returns {name: Rate} for every interface that has a valid rate for this interval.
+    Interfaces may appear (no rate until their second reading) and vanish (forgotten).
+    `capacity` maps names to a known capacity in bytes/s: rates above `absurd_factor`
+    times it are rejected.
+    """
+
+    def __init__(self, absurd_factor: float = 1.5) -> None:
+        self._last: dict[str, _Last] = {}
+        self.absurd_factor = absurd_factor
+        #: rejected samples by reason, for the snapshot's counters
+        self.rejected: dict[str, int] = {"reset": 0, "absurd": 0, "clock": 0}
+
+    def update(
+        self,
+        now: float,
+        counters: Mapping[str, tuple[int, int]],
+        capacity: Mapping[str, float | None] | None = None,
+    ) -> dict[str, Rate]:
+        capacity = capacity or {}
+        out: dict[str, Rate] = {}
+        for name in list(self._last):
+            if name not in counters:
+                log.info("interface %s vanished", name)
+                del self._last[name]
+        for name, (rx, tx) in counters.items():
+            prev = self._last.get(name)
+            self._last[name] = _Last(now, rx, tx)
+            if prev is None:
+                continue
+            dt = now - prev.at
+            if dt <= 0:
+                self.rejected["clock"] += 1
+                continue
+            drx = counter_delta(prev.rx, rx)
+            dtx = counter_delta(prev.tx, tx)
+            if drx is None or dtx is None:
+                self.rejected["reset"] += 1
+                log.info("interface %s: counters reset (re-created?); interval skipped", name)
+                continue
+            rate = Rate(drx / dt, dtx / dt, dt)
+            cap = capacity.get(name)
+            if cap and max(rate.rx_bytes_per_s, rate.tx_bytes_per_s) > self.absurd_factor * cap:
+                self.rejected["absurd"] += 1
+                log.warning(
+                    "interface %s: rate %.0f B/s is above %.1fx its capacity %.0f B/s; dropped",
+                    name,
+                    max(rate.rx_bytes_per_s, rate.tx_bytes_per_s),
+                    self.absurd_factor,
+                    cap,
+                )
+                continue
+            out[name] = rate
+        return out
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Linear-interpolated percentile (0..100) of an already sorted, non-empty list."""
+    if not sorted_values:
+        raise ValueError("no values")
+    if len(sorted_values) == 1:
+        return sorted_values[0]
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = math.ceil(pos)
+    frac = pos - lo
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac
+
+
+@dataclass(frozen=True)
+class RttSummary:
+    last_ms: float | None
+    median_ms: float | None
+    min_ms: float | None
+    max_ms: float | None
+    p90_ms: float | None
+    jitter_ms: float | None
+    #: fraction of probes lost over the window, None before any probe was resolved
+    loss: float | None
+    sent: int
+    received: int
+
+
+class RttWindow:
+    """RTT samples and losses of one link over a sliding time window.
+
+    Each resolved probe is recorded once: `reply(at, rtt_ms)` or `lost(at)`, where `at`
+    is when the probe was sent (monotonic seconds). Statistics cover probes sent within
+    the last `window_s` seconds. Jitter follows RFC 3550 §6.4.1: J += (|D| - J) / 16,
+    with D the difference between consecutive RTTs (losses do not reset it).
+    """
+
+    def __init__(self, window_s: float = 10.0) -> None:
+        self.window_s = window_s
+        self._samples: deque[tuple[float, float | None]] = deque()
+        self._jitter: float | None = None
+        self._prev_rtt: float | None = None
+        self.last_ms: float | None = None
+
+    def reply(self, at: float, rtt_ms: float) -> None:
+        if not math.isfinite(rtt_ms) or rtt_ms < 0:
+            raise ValueError(f"bad rtt {rtt_ms!r}")
+        self._samples.append((at, rtt_ms))
+        if self._prev_rtt is not None:
+            d = abs(rtt_ms - self._prev_rtt)
+            self._jitter = d if self._jitter is None else self._jitter + (d - self._jitter) / 16
+        self._prev_rtt = rtt_ms
+        self.last_ms = rtt_ms
+
+    def lost(self, at: float) -> None:
+        self._samples.append((at, None))
+
+    def _expire(self, now: float) -> None:
+        horizon = now - self.window_s
+        while self._samples and self._samples[0][0] < horizon:
+            self._samples.popleft()
+
+    def summary(self, now: float) -> RttSummary:
+        self._expire(now)
+        rtts = sorted(r for _, r in self._samples if r is not None)
+        sent = len(self._samples)
+        received = len(rtts)
+        loss = (sent - received) / sent if sent else None
+        if not rtts:
+            return RttSummary(self.last_ms, None, None, None, None, self._jitter, loss, sent, 0)
+        return RttSummary(
+            last_ms=self.last_ms,
+            median_ms=percentile(rtts, 50),
+            min_ms=rtts[0],
+            max_ms=rtts[-1],
+            p90_ms=percentile(rtts, 90),
+            jitter_ms=self._jitter,
+            loss=loss,
+            sent=sent,
+            received=received,
+        )

@@ -1,0 +1,102 @@
+"""Shared test helpers: free ports, agents as real subprocesses, polling without sleeps
+that outlast their purpose."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def free_port() -> int:
+    """A port number free for both TCP and UDP on 127.0.0.1 right now."""
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
+            t.bind(("127.0.0.1", 0))
+            port = t.getsockname()[1]
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                try:
+                    u.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            return port
+    raise RuntimeError("no free port")
+
+
+def wait_for(pred: Callable[[], Any], timeout: float, every: float = 0.05) -> Any:
+    """Poll pred until it returns something truthy; return it, or None at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = pred()
+        except (httpx.HTTPError, OSError):
+            value = None
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(every)
+
+
+class AgentProc:
+    """`exotray agent` as a subprocess on loopback with mDNS off."""
+
+    def __init__(self, tmp: Path, name: str, port: int, peers: list[int], *extra: str,
+                 netns: str | None = None, bind: str = "127.0.0.1") -> None:
+        self.name = name
+        self.port = port
+        self.host = bind
+        self.state = tmp / f"state-{name}"
+        self.log_path = tmp / f"{name}.log"
+        self.events_path = tmp / f"{name}.events"
+        args = [
+            sys.executable, "-m", "exotray", "agent",
+            "--name", name, "--bind", bind, "--port", str(port), "--no-mdns",
+            "--state-dir", str(self.state), "--events", str(self.events_path),
+            *(x for p in peers for x in ("--peer", f"127.0.0.1:{p}")),
+            *extra,
+        ]
+        if netns:
+            args = ["ip", "netns", "exec", netns, *args]
+        self._log = open(self.log_path, "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def get(self, path: str, **params: Any) -> Any:
+        r = httpx.get(self.url + path, params=params, timeout=2.0, trust_env=False)
+        r.raise_for_status()
+        return r.json()
+
+    def wait_ready(self, timeout: float = 10.0) -> None:
+        if not wait_for(lambda: self.get("/v1/snapshot"), timeout):
+            raise AssertionError(f"agent {self.name} did not start:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        self.proc.wait(10)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._log.close()
