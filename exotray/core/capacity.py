@@ -14,7 +14,7 @@ MBIT = 1_000_000 / 8  # bytes per second in one Mbit/s
 SOURCES = ("override", "measured", "nic", "kind", "unknown")
 
 #: Nominal link rate of Thunderbolt generations, Mbit/s.
-THUNDERBOLT_MBIT = {3: 40_000, 4: 40_000, 5: 80_000}
+THUNDERBOLT_MBIT = {1: 10_000, 2: 20_000, 3: 40_000, 4: 40_000, 5: 80_000}
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,6 @@ def utilization(
     rx: float | None, tx: float | None, capacity_bytes_per_s: float | None
 ) -> float | None:
     """max(rx, tx) / capacity, or None when the capacity or the rates are unknown."""
-    if not capacity_bytes_per_s or rx is None or tx is None:
+    if not capacity_bytes_per_s or capacity_bytes_per_s <= 0 or rx is None or tx is None:
         return None
     return max(rx, tx) / capacity_bytes_per_s

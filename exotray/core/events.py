@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 EVENT_TYPES = ("peer_up", "peer_down", "link_saturated", "link_cleared")
 
@@ -20,7 +23,7 @@ class EventLog:
     def __init__(self, keep: int = 1000, sinks: list[Callable[[dict], None]] | None = None):
         self._events: deque[dict[str, Any]] = deque(maxlen=keep)
         self._seq = 0
-        self.sinks = sinks or []
+        self.sinks = sinks if sinks is not None else []
 
     @property
     def last_seq(self) -> int:
@@ -30,10 +33,14 @@ class EventLog:
         if type_ not in EVENT_TYPES:
             raise ValueError(f"unknown event type {type_!r}")
         self._seq += 1
-        event = {"seq": self._seq, "at": iso(at), "type": type_, **fields}
+        event: dict[str, Any] = {"seq": self._seq, "at": iso(at), "type": type_}
+        event.update((k, v) for k, v in fields.items() if k not in event)
         self._events.append(event)
         for sink in self.sinks:
-            sink(event)
+            try:
+                sink(event)
+            except Exception:  # a full disk must not stop detection
+                log.exception("event sink %r failed", sink)
         return event
 
     def after(self, seq: int) -> list[dict[str, Any]]:

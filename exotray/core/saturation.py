@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 #: tolerance for sample spacing jitter when adding up sample intervals (fraction of dt)
-_SLACK = 0.05
+_SLACK = 0.1
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ class _Model(BaseModel):
 class Node(_Model):
     id: Ident
     name: Name
-    version: Annotated[str, Field(max_length=32)]
+    version: Annotated[str, Field(max_length=32, pattern=r"^[^\x00-\x1f\x7f]*$")]
 
 
 class Interface(_Model):
@@ -119,7 +119,7 @@ def parse_snapshot(
     if not isinstance(obj, dict):
         raise SnapshotRejected("not_object", type(obj).__name__)
     version = obj.get("schema")
-    if version != SCHEMA_VERSION or isinstance(version, bool):
+    if type(version) is not int or version != SCHEMA_VERSION:
         raise SnapshotRejected("schema_version", repr(version)[:40])
     try:
         snap = Snapshot.model_validate(obj)

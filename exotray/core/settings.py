@@ -40,6 +40,7 @@ class Settings:
     key_file: str | None = None
 
     def validate(self) -> Settings:
+        self._check_types()
         if not 0 <= self.port <= 65535:
             raise SettingsError(f"port {self.port} is not in 0..65535")
         for name in ("interval", "sustain", "clear", "cooldown", "down_after"):
@@ -62,6 +63,40 @@ class Settings:
         return self
 
 
+    def _check_types(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            kind = _TYPES.get(f.name)
+            if kind is None:
+                continue
+            ok = (
+                (v is None and f.name in _OPTIONAL)
+                or (kind is bool and isinstance(v, bool))
+                or (kind is int and isinstance(v, int) and not isinstance(v, bool))
+                or (kind is float and isinstance(v, int | float) and not isinstance(v, bool))
+                or (kind is str and isinstance(v, str))
+                or (kind is tuple and isinstance(v, tuple) and all(isinstance(x, str) for x in v))
+                or (kind is dict and isinstance(v, dict) and all(
+                    isinstance(k, str) and isinstance(x, int | float) and not isinstance(x, bool)
+                    for k, x in v.items()))
+            )
+            if not ok:
+                raise SettingsError(f"{f.name} must be {_TYPE_NAMES[kind]}, not {v!r}"[:120])
+
+
+_TYPES: dict[str, type] = {
+    "name": str, "port": int, "bind": str, "interval": float, "peers": tuple, "mdns": bool,
+    "mdns_interfaces": tuple, "capacity": dict, "threshold": float, "sustain": float,
+    "clear": float, "cooldown": float, "down_after": float, "probes_per_interval": int,
+    "events": str, "state_dir": str, "key_file": str,
+}
+_OPTIONAL = {"events", "state_dir", "key_file"}
+_TYPE_NAMES = {
+    str: "text", int: "a whole number", float: "a number", bool: "true or false",
+    tuple: "a list of text", dict: "a table of NAME = number",
+}
+
+
 def parse_peer(text: str) -> tuple[str, int]:
     """'HOST:PORT', 'HOST' (default port) or '[v6]:PORT' -> (host, port)."""
     text = text.strip()
@@ -82,14 +117,15 @@ def parse_peer(text: str) -> tuple[str, int]:
         port = _port(text, p)
     if not host:
         raise SettingsError(f"peer {text!r}: missing host")
+    if any(c.isspace() for c in host) or not host.isprintable():
+        raise SettingsError(f"peer {text!r}: host may not contain spaces")
     return host, port
 
 
 def _port(text: str, p: str) -> int:
-    try:
-        port = int(p)
-    except ValueError:
-        raise SettingsError(f"peer {text!r}: port {p!r} is not a number") from None
+    if not (p.isascii() and p.isdigit()):
+        raise SettingsError(f"peer {text!r}: port {p!r} is not a number")
+    port = int(p)
     if not 1 <= port <= 65535:
         raise SettingsError(f"peer {text!r}: port {port} is not in 1..65535")
     return port
@@ -143,3 +179,5 @@ def load_file(path: str | Path) -> dict[str, Any]:
         raise SettingsError(f"cannot read config {path}: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise SettingsError(f"config {path} is not valid TOML: {e}") from None
+    except UnicodeDecodeError:
+        raise SettingsError(f"config {path} is not UTF-8 text") from None

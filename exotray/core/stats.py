@@ -6,9 +6,9 @@ told, so tests drive it with tables of cases.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -143,14 +143,16 @@ class RttWindow:
     """RTT samples and losses of one link over a sliding time window.
 
     Each resolved probe is recorded once: `reply(at, rtt_ms)` or `lost(at)`, where `at`
-    is when the probe was sent (monotonic seconds). Statistics cover probes sent within
-    the last `window_s` seconds. Jitter follows RFC 3550 §6.4.1: J += (|D| - J) / 16,
-    with D the difference between consecutive RTTs (losses do not reset it).
+    is when the probe was sent (monotonic seconds). Losses are known only at their
+    timeout, after replies to later probes, so samples are kept ordered by `at`.
+    Statistics cover probes sent within the last `window_s` seconds. Jitter follows
+    RFC 3550 §6.4.1: J starts at 0 and J += (|D| - J) / 16, with D the difference
+    between consecutive RTTs (losses do not reset it); it is None before two replies.
     """
 
     def __init__(self, window_s: float = 10.0) -> None:
         self.window_s = window_s
-        self._samples: deque[tuple[float, float | None]] = deque()
+        self._samples: list[tuple[float, float | None]] = []
         self._jitter: float | None = None
         self._prev_rtt: float | None = None
         self.last_ms: float | None = None
@@ -158,20 +160,28 @@ class RttWindow:
     def reply(self, at: float, rtt_ms: float) -> None:
         if not math.isfinite(rtt_ms) or rtt_ms < 0:
             raise ValueError(f"bad rtt {rtt_ms!r}")
-        self._samples.append((at, rtt_ms))
+        self._insert(at, rtt_ms)
         if self._prev_rtt is not None:
             d = abs(rtt_ms - self._prev_rtt)
-            self._jitter = d if self._jitter is None else self._jitter + (d - self._jitter) / 16
+            j = self._jitter or 0.0
+            self._jitter = j + (d - j) / 16
         self._prev_rtt = rtt_ms
         self.last_ms = rtt_ms
 
     def lost(self, at: float) -> None:
-        self._samples.append((at, None))
+        self._insert(at, None)
+
+    def _insert(self, at: float, rtt: float | None) -> None:
+        if not self._samples or at >= self._samples[-1][0]:
+            self._samples.append((at, rtt))
+        else:
+            bisect.insort(self._samples, (at, rtt), key=lambda s: s[0])
 
     def _expire(self, now: float) -> None:
         horizon = now - self.window_s
-        while self._samples and self._samples[0][0] < horizon:
-            self._samples.popleft()
+        cut = bisect.bisect_left(self._samples, horizon, key=lambda s: s[0])
+        if cut:
+            del self._samples[:cut]
 
     def summary(self, now: float) -> RttSummary:
         self._expire(now)
