@@ -99,10 +99,6 @@ def cmd_agent(args: argparse.Namespace) -> int:
     if args.key_file:
         print("exotray agent: --key-file is not supported yet", file=sys.stderr)
         return 2
-    if settings.mdns:
-        logging.getLogger("exotray").warning(
-            "mDNS discovery is not implemented yet; only --peer entries are monitored"
-        )
     from exotray.agent.runtime import run
 
     try:

@@ -47,21 +47,24 @@ def wait_for(pred: Callable[[], Any], timeout: float, every: float = 0.05) -> An
 
 
 class AgentProc:
-    """`exotray agent` as a subprocess on loopback with mDNS off."""
+    """`exotray agent` as a subprocess: on loopback with mDNS off unless told otherwise
+    (mDNS only ever inside a lab namespace)."""
 
-    def __init__(self, tmp: Path, name: str, port: int, peers: list[int], *extra: str,
-                 netns: str | None = None, bind: str = "127.0.0.1") -> None:
+    def __init__(self, tmp: Path, name: str, port: int, peers: list[int | str], *extra: str,
+                 netns: str | None = None, bind: str = "127.0.0.1", host: str | None = None,
+                 mdns: bool = False) -> None:
         self.name = name
         self.port = port
-        self.host = bind
+        self.host = host or bind
         self.state = tmp / f"state-{name}"
         self.log_path = tmp / f"{name}.log"
         self.events_path = tmp / f"{name}.events"
         args = [
             sys.executable, "-m", "exotray", "agent",
-            "--name", name, "--bind", bind, "--port", str(port), "--no-mdns",
+            "--name", name, "--bind", bind, "--port", str(port),
+            *([] if mdns else ["--no-mdns"]),
             "--state-dir", str(self.state), "--events", str(self.events_path),
-            *(x for p in peers for x in ("--peer", f"127.0.0.1:{p}")),
+            *(x for p in peers for x in ("--peer", f"127.0.0.1:{p}" if isinstance(p, int) else p)),
             *extra,
         ]
         if netns:

@@ -19,6 +19,7 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import secrets
 import socket
 import sys
@@ -34,6 +35,7 @@ import uvicorn
 
 from exotray import PROTO, __version__
 from exotray.agent import sampler
+from exotray.agent.discovery import Discovery, PeerRecord
 from exotray.agent.interfaces import InterfaceClassifier
 from exotray.agent.probe import ProbeSocket, Target
 from exotray.core import capacity as cap
@@ -77,10 +79,13 @@ def _r(x: float | None, nd: int = 4) -> float | None:
 @dataclass
 class Peer:
     key: str
-    host: str
+    host: str | None
     port: int
-    source: str = "manual"
+    sources: set[str] = field(default_factory=set)
+    #: every address we probe, in order: manual ones first, then mDNS ones
     addresses: list[Target] = field(default_factory=list)
+    manual_targets: list[Target] = field(default_factory=list)
+    mdns_targets: list[Target] = field(default_factory=list)
     id: str | None = None
     name: str | None = None
     snapshot: Snapshot | None = None
@@ -88,6 +93,7 @@ class Peer:
     reachable: bool = False
     last_error: str | None = None
     was_up: bool = False
+    down_since: float | None = None
     resolve_after: float = 0.0
 
 
@@ -176,7 +182,7 @@ def load_node_id(state_dir: Path) -> str:
     path = state_dir / "node_id"
     try:
         text = path.read_text().strip()
-        if text and len(text) <= 64 and text.isalnum():
+        if re.fullmatch(r"[0-9a-z]{1,64}", text):
             return text
         log.warning("%s is not a valid node id; making a new one", path)
     except FileNotFoundError:
@@ -228,6 +234,8 @@ class Agent:
         self.probe: ProbeSocket | None = None
         self.http: httpx.AsyncClient | None = None
         self._server: _Server | None = None
+        self.discovery: Discovery | None = None
+        self._discovery_task: asyncio.Task | None = None
         self._tasks: list[asyncio.Task] = []
         self._stop = asyncio.Event()
         self.started = asyncio.Event()
@@ -236,12 +244,83 @@ class Agent:
             self.add_peer(host, port)
 
     # -- peers and links ---------------------------------------------------------------
-    def add_peer(self, host: str, port: int, source: str = "manual") -> Peer:
+    def add_peer(self, host: str, port: int) -> Peer:
+        """A manual peer (--peer HOST:PORT)."""
         key = f"{host}:{port}"
         peer = self.peers.get(key)
         if peer is None:
-            peer = self.peers[key] = Peer(key=key, host=host, port=port, source=source)
+            peer = self.peers[key] = Peer(
+                key=key, host=host, port=port, sources={"manual"}, down_since=self.clock()
+            )
         return peer
+
+    def _peer_by_id(self, peer_id: str) -> Peer | None:
+        for p in self.peers.values():
+            if p.id == peer_id:
+                return p
+        return None
+
+    def _set_targets(self, peer: Peer) -> None:
+        """Recompute a peer's address list and create/remove its links to match."""
+        wanted = list(dict.fromkeys(peer.manual_targets + peer.mdns_targets))
+        for t in peer.addresses:
+            if t not in wanted:
+                self._drop_link(t)
+        peer.addresses = wanted
+        for t in wanted:
+            link = self._ensure_link(peer, t)
+            link.peer = peer
+
+    def _drop_link(self, target: Target) -> None:
+        if self.links.pop(target, None) is not None and self.probe is not None:
+            self.probe.forget(target)
+
+    def _remove_peer(self, peer: Peer, why: str) -> None:
+        for t in peer.addresses:
+            self._drop_link(t)
+        peer.addresses = []
+        self.peers.pop(peer.key, None)
+        if peer.was_up:
+            self._peer_event(peer, False, why)
+
+    def mdns_found(self, rec: PeerRecord) -> None:
+        peer = self._peer_by_id(rec.id)
+        if peer is None:
+            peer = Peer(key=f"mdns:{rec.id}", host=None, port=rec.port, id=rec.id,
+                        name=rec.name, down_since=self.clock())
+            self.peers[peer.key] = peer
+            log.info("mDNS: found %s (%s) at %s", rec.name, rec.id, ", ".join(rec.addresses))
+        peer.sources.add("mdns")
+        peer.name = peer.name or rec.name
+        peer.mdns_targets = [(a, rec.port) for a in rec.addresses]
+        self._set_targets(peer)
+
+    def mdns_removed(self, peer_id: str) -> None:
+        peer = self._peer_by_id(peer_id)
+        if peer is None:
+            return
+        peer.sources.discard("mdns")
+        peer.mdns_targets = []
+        if not peer.sources:
+            self._remove_peer(peer, "goodbye")
+        else:
+            self._set_targets(peer)
+            self._update_liveness(self.clock())
+
+    def _merge_known_id(self, peer: Peer) -> None:
+        """A manual peer turned out to be a peer mDNS also found: keep one."""
+        assert peer.id is not None
+        for other in list(self.peers.values()):
+            if other is not peer and other.id == peer.id:
+                peer.sources |= other.sources
+                peer.mdns_targets = list(dict.fromkeys(peer.mdns_targets + other.mdns_targets))
+                peer.was_up = peer.was_up or other.was_up
+                for t in other.addresses:
+                    if t in self.links:
+                        self.links[t].peer = peer
+                other.addresses = []
+                del self.peers[other.key]
+                self._set_targets(peer)
 
     def _link_id(self, target: Target) -> str:
         raw = f"{self.node_id}|{target[0]}|{target[1]}".encode()
@@ -259,13 +338,20 @@ class Agent:
                 history=Ring(LINK_COLUMNS, ring_size(self.interval)),
             )
             self.links[target] = link
+            self._route(link, self.clock())
         return link
+
+    def _route(self, link: Link, now: float) -> None:
+        """Attribute the link to the local interface the kernel would send it from."""
+        link.route_checked = now
+        src = sampler.source_address(link.target[0])
+        link.local_interface = sampler.interface_of(src, self.nics)
 
     async def _resolve_peers(self) -> None:
         loop = asyncio.get_running_loop()
         now = self.clock()
         for peer in list(self.peers.values()):
-            if peer.addresses or now < peer.resolve_after:
+            if peer.host is None or peer.manual_targets or now < peer.resolve_after:
                 continue
             try:
                 ipaddress.IPv4Address(peer.host)
@@ -282,9 +368,8 @@ class Agent:
                     log.warning("peer %s: cannot resolve host name (%s); retrying in 10 s",
                                 peer.key, e)
                     continue
-            peer.addresses = [(a, peer.port) for a in addrs]
-            for t in peer.addresses:
-                self._ensure_link(peer, t)
+            peer.manual_targets = [(a, peer.port) for a in addrs]
+            self._set_targets(peer)
 
     # -- the loops ---------------------------------------------------------------------
     async def _every(self, period: float, fn: Callable[[], Any]) -> None:
@@ -325,15 +410,20 @@ class Agent:
             is_up = any(lk.up for lk in links)
             if is_up != peer.was_up:
                 peer.was_up = is_up
-                self.events.emit(
-                    "peer_up" if is_up else "peer_down",
-                    self.wall(now),
-                    link_id=None,
-                    peer_id=peer.id,
-                    peer_name=peer.name or peer.key,
-                    utilization=None,
-                    addresses=[f"{a}:{p}" for a, p in peer.addresses],
-                )
+                peer.down_since = None if is_up else now
+                self._peer_event(peer, is_up, "probes" if is_up else "no probe replies")
+
+    def _peer_event(self, peer: Peer, up: bool, why: str) -> None:
+        self.events.emit(
+            "peer_up" if up else "peer_down",
+            self.wall(self.clock()),
+            link_id=None,
+            peer_id=peer.id,
+            peer_name=peer.name or peer.key,
+            utilization=None,
+            reason=why,
+            addresses=[f"{a}:{p}" for a, p in peer.addresses],
+        )
 
     def _on_reply(self, target: Target, sent_at: float, rtt_ms: float) -> None:
         link = self.links.get(target)
@@ -374,6 +464,8 @@ class Agent:
             n: i.addresses for n, i in self.nics.items()
         }
         self.nics = nics
+        if addresses_changed and self.discovery is not None:
+            self._restart_discovery()
         caps: dict[str, float | None] = {}
         for name, nic in nics.items():
             kind, label = self.classifier.classify(name)
@@ -403,9 +495,7 @@ class Agent:
                 st.history.append((t, _r(st.rate.rx_bytes_per_s, 1), _r(st.rate.tx_bytes_per_s, 1)))
         for link in self.links.values():
             if addresses_changed or now - link.route_checked >= ROUTE_REFRESH_S:
-                link.route_checked = now
-                src = sampler.source_address(link.target[0])
-                link.local_interface = sampler.interface_of(src, nics)
+                self._route(link, now)
             self._sample_link(link, now, t)
         self.last_sample = now
 
@@ -468,10 +558,18 @@ class Agent:
         if peers:
             await asyncio.gather(*(self._fetch(p) for p in peers))
         now = self.clock()
-        for p in self.peers.values():
+        for p in list(self.peers.values()):
             if p.snapshot_at is not None and now - p.snapshot_at > PEER_FORGET_S:
                 p.snapshot = None
                 p.snapshot_at = None
+            if (
+                "manual" not in p.sources
+                and p.down_since is not None
+                and now - p.down_since > PEER_FORGET_S
+            ):
+                log.info("peer %s: down for %.0f s; forgetting it", p.name or p.key,
+                         now - p.down_since)
+                self._remove_peer(p, "down too long")
 
     def _fetch_target(self, peer: Peer) -> Target:
         up = [lk for lk in self.links.values() if lk.peer is peer and lk.up]
@@ -499,7 +597,7 @@ class Agent:
                         body += chunk
                         if len(body) > MAX_SNAPSHOT_BYTES:
                             raise SnapshotRejected("too_large", f"over {MAX_SNAPSHOT_BYTES} bytes")
-            expected = peer.id if peer.source == "mdns" else None
+            expected = peer.id if "mdns" in peer.sources else None
             snap = parse_snapshot(bytes(body), own_id=self.node_id, expected_id=expected)
         except SnapshotRejected as e:
             self.counters["snapshots_rejected"] += 1
@@ -526,6 +624,41 @@ class Agent:
         peer.last_error = None
         if peer.id != snap.node.id or peer.name != snap.node.name:
             peer.id, peer.name = snap.node.id, snap.node.name
+            self._merge_known_id(peer)
+
+    # -- discovery ---------------------------------------------------------------------
+    def mdns_addresses(self) -> list[str]:
+        """IPv4 addresses to announce and browse on: --mdns-interface ones, or every
+        up, multicast-capable, non-loopback interface's."""
+        nics = self.nics
+        wanted = self.settings.mdns_interfaces
+        out: list[str] = []
+        for nic in nics.values():
+            if not nic.up or nic.loopback:
+                continue
+            for addr, _prefix in nic.networks:
+                if (wanted and addr in wanted) or (not wanted and nic.multicast):
+                    out.append(addr)
+        return sorted(out)
+
+    def local_networks(self) -> list[ipaddress.IPv4Network]:
+        return [
+            ipaddress.IPv4Network(f"{a}/{p}", strict=False)
+            for nic in self.nics.values()
+            if nic.up
+            for a, p in nic.networks
+        ]
+
+    def _restart_discovery(self) -> None:
+        d = self.discovery
+        if d is None:
+            return
+        new = self.mdns_addresses()
+        if tuple(new) == d.addresses and d.running:
+            return
+        if self._discovery_task is not None and not self._discovery_task.done():
+            return  # the next sample tick tries again
+        self._discovery_task = asyncio.create_task(d.restart(new), name="mdns-restart")
 
     # -- views -------------------------------------------------------------------------
     def wall(self, mono: float) -> float:
@@ -616,7 +749,7 @@ class Agent:
                 "key": p.key,
                 "id": p.id,
                 "name": p.name,
-                "source": p.source,
+                "sources": sorted(p.sources),
                 "addresses": [f"{a}:{port}" for a, port in p.addresses],
                 "up": p.was_up,
                 "reachable": p.reachable,
@@ -624,7 +757,14 @@ class Agent:
             }
             for p in self.peers.values()
         ]
-        return {"self": self.node_id, "nodes": nodes, "peers": peers}
+        d = self.discovery
+        discovery = {
+            "mdns": self.settings.mdns,
+            "addresses": list(d.addresses) if d else [],
+            "problem": d.problem if d else None,
+            "ignored": [vars(i).copy() for i in d.ignored] if d else [],
+        }
+        return {"self": self.node_id, "nodes": nodes, "peers": peers, "discovery": discovery}
 
     def history(self, link_id: str | None, iface: str | None, seconds: float) -> dict | None:
         since = self.wall(self.clock()) - seconds
@@ -691,7 +831,19 @@ class Agent:
             h11_max_incomplete_event_size=16 * 1024,
         )
         self._server = _Server(config)
+        self.nics = sampler.read_nics()
         await self._resolve_peers()
+        if s.mdns:
+            missing = [a for a in s.mdns_interfaces
+                       if not any(a in n.addresses for n in self.nics.values())]
+            for a in missing:
+                log.warning("--mdns-interface %s: no local interface has this address (yet)", a)
+            self.discovery = Discovery(
+                node_id=self.node_id, name=s.name, port=self.port,
+                on_found=self.mdns_found, on_removed=self.mdns_removed,
+                local_networks=self.local_networks,
+            )
+            await self.discovery.start(self.mdns_addresses())
         self._tasks = [
             asyncio.create_task(self._server.serve(sockets=[tcp]), name="exotray-api"),
             asyncio.create_task(self._every(self.interval, self._sample_tick), name="sample"),
@@ -732,6 +884,10 @@ class Agent:
                 api.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        if self._discovery_task is not None:
+            await asyncio.gather(self._discovery_task, return_exceptions=True)
+        if self.discovery is not None:
+            await self.discovery.stop()  # sends the goodbye
         if self.probe is not None:
             self.probe.close()
         if self.http is not None:

@@ -22,6 +22,8 @@ class NicInfo:
     addresses: tuple[str, ...]
     #: (address, prefix length) of the IPv4 networks on this interface
     networks: tuple[tuple[str, int], ...]
+    multicast: bool = False
+    loopback: bool = False
 
 
 def read_counters() -> dict[str, tuple[int, int]]:
@@ -56,12 +58,15 @@ def read_nics() -> dict[str, NicInfo]:
                     nets.append((a.address, p))
             elif a.family == socket.AF_INET6:
                 v6.append(a.address.split("%", 1)[0])
+        flags = set((getattr(st, "flags", "") or "").split(",")) if st else set()
         out[name] = NicInfo(
             name=name,
             up=bool(st and st.isup),
             speed_mbit=float(st.speed) if st and st.speed and st.speed > 0 else None,
             addresses=tuple(v4 + v6),
             networks=tuple(nets),
+            multicast="multicast" in flags,
+            loopback="loopback" in flags or any(a.startswith("127.") for a in v4),
         )
     return out
 

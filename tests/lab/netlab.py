@@ -1,0 +1,316 @@
+"""A virtual LAN of network namespaces on one machine (see shared LAB.md).
+
+    xt<tag>br  : a namespace holding the bridge xt<tag>b0
+    xt<tag>h<i>: one namespace per host, veth xt<tag><i>a (10.213.<net>.<i>/24) whose
+                 peer end xt<tag><i>b is a port of the bridge
+    root ns    : a monitor veth xt<tag>ma (10.213.<net>.254) on the same bridge, so the
+                 test process reaches the agents' HTTP APIs directly
+
+Names start with "xt", addresses come from 10.213.0.0/16, IPv6 is off inside the lab.
+Everything is torn down by `close()` (also on failure, by the fixture), and
+`cleanup_stale()` removes what a killed run left behind. Traffic generators are bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STALE = re.compile(r"^xt[0-9a-f]{3}(br|h\d+)$")
+
+
+def run(*args: str, check: bool = True, timeout: float = 20) -> subprocess.CompletedProcess:
+    return subprocess.run(args, check=check, capture_output=True, text=True, timeout=timeout)
+
+
+def why_not_available() -> str | None:
+    """None when the lab can be built here, else the reason it cannot."""
+    if os.geteuid() != 0:
+        return "lab tests need root (network namespaces); run as root or in CI"
+    for tool in ("ip", "ping", "iperf3", "tc"):
+        if shutil.which(tool) is None:
+            return f"lab tests need '{tool}' (Debian: iproute2, iputils-ping, iperf3)"
+    probe = f"xt{secrets.token_hex(2)[:3]}h0"
+    r = run("ip", "netns", "add", probe, check=False)
+    if r.returncode != 0:
+        return f"'ip netns add' does not work here: {r.stderr.strip()}"
+    run("ip", "netns", "del", probe, check=False)
+    return None
+
+
+def cleanup_stale() -> None:
+    r = run("ip", "netns", "list", check=False)
+    for line in r.stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        if STALE.match(name):
+            run("ip", "netns", "del", name, check=False)
+    r = run("ip", "-o", "link", "show", check=False)
+    for m in re.finditer(r"^\d+: (xt[0-9a-f]{3}m[ab])[@:]", r.stdout, re.M):
+        run("ip", "link", "del", m.group(1), check=False)
+
+
+@dataclass
+class Host:
+    ns: str
+    veth: str
+    bridge_port: str
+    addr: str
+    procs: list[subprocess.Popen] = field(default_factory=list)
+
+    def exec(self, *args: str, check: bool = True, timeout: float = 60) -> str:
+        return run("ip", "netns", "exec", self.ns, *args, check=check, timeout=timeout).stdout
+
+    def popen(self, *args: str, **kw) -> subprocess.Popen:
+        p = subprocess.Popen(["ip", "netns", "exec", self.ns, *args], **kw)
+        self.procs.append(p)
+        return p
+
+
+class Lab:
+    def __init__(self, n: int, net: int | None = None) -> None:
+        self.tag = secrets.token_hex(2)[:3]
+        self.net = net if net is not None else 100 + secrets.randbelow(100)
+        self.br_ns = f"xt{self.tag}br"
+        self.bridge = f"xt{self.tag}b0"
+        self.hosts: list[Host] = []
+        self.monitor_addr = f"10.213.{self.net}.254"
+        self._n = n
+        self._shaped: list[str] = []
+
+    # -- build / tear down ---------------------------------------------------------
+    def __enter__(self) -> Lab:
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _build(self) -> None:
+        b = self.br_ns
+        run("ip", "netns", "add", b)
+        run("ip", "-n", b, "link", "add", self.bridge, "type", "bridge")
+        run("ip", "-n", b, "link", "set", self.bridge, "up")
+        for i in range(1, self._n + 1):
+            self.add_host(i)
+        # monitor port in the root namespace
+        ma, mb = f"xt{self.tag}ma", f"xt{self.tag}mb"
+        run("ip", "link", "add", ma, "type", "veth", "peer", "name", mb)
+        run("ip", "link", "set", mb, "netns", b)
+        run("ip", "-n", b, "link", "set", mb, "master", self.bridge)
+        run("ip", "-n", b, "link", "set", mb, "up")
+        run("ip", "addr", "add", f"{self.monitor_addr}/24", "dev", ma)
+        run("ip", "link", "set", ma, "up")
+        time.sleep(1.0)  # LAB.md: give links about a second before measuring
+
+    def add_host(self, i: int) -> Host:
+        ns = f"xt{self.tag}h{i}"
+        a, pb = f"xt{self.tag}{i}a", f"xt{self.tag}{i}b"
+        addr = f"10.213.{self.net}.{i}"
+        run("ip", "netns", "add", ns)
+        h = Host(ns, a, pb, addr)
+        self.hosts.append(h)
+        h.exec("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+               "net.ipv6.conf.default.disable_ipv6=1")
+        run("ip", "-n", ns, "link", "set", "lo", "up")
+        run("ip", "-n", ns, "link", "add", a, "type", "veth", "peer", "name", pb)
+        run("ip", "-n", ns, "link", "set", pb, "netns", self.br_ns)
+        run("ip", "-n", ns, "addr", "add", f"{addr}/24", "brd", "+", "dev", a)
+        run("ip", "-n", ns, "link", "set", a, "up")
+        run("ip", "-n", self.br_ns, "link", "set", pb, "master", self.bridge)
+        run("ip", "-n", self.br_ns, "link", "set", pb, "up")
+        run("ip", "-n", ns, "route", "add", "224.0.0.0/4", "dev", a)
+        # Segment in the stack, as a physical NIC's counters see frames: with GSO a veth
+        # counts the headers of a 64 KB super-packet once, ~4 % under the on-wire bytes.
+        if shutil.which("ethtool"):
+            h.exec("ethtool", "-K", a, "tso", "off", "gso", "off", check=False)
+        return h
+
+    def close(self) -> None:
+        for h in self.hosts:
+            for p in h.procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+            for p in h.procs:
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait(5)
+        for h in self.hosts:
+            run("ip", "netns", "del", h.ns, check=False)
+        run("ip", "link", "del", f"xt{self.tag}ma", check=False)
+        run("ip", "netns", "del", self.br_ns, check=False)
+
+    # -- shaping and load ------------------------------------------------------------
+    def shape(self, host: Host, rate: str = "50mbit") -> None:
+        """tbf on the bridge port that *delivers* to host: a forwarding hop that queues
+        (LAB.md: on the sender's own veth it throttles the socket instead)."""
+        run("ip", "netns", "exec", self.br_ns, "tc", "qdisc", "replace", "dev",
+            host.bridge_port, "root", "tbf", "rate", rate, "burst", "32kbit",
+            "latency", "200ms")
+
+    def iperf_server(self, host: Host) -> subprocess.Popen:
+        p = host.popen("iperf3", "-s", "-1", "-B", host.addr, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        time.sleep(0.3)
+        return p
+
+    def iperf_client(self, src: Host, dst: Host, seconds: int, *extra: str,
+                     log: Path | None = None) -> subprocess.Popen:
+        out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
+        return src.popen("iperf3", "-c", dst.addr, "-t", str(int(seconds)), "-C", "cubic",
+                         "-J", *extra, stdout=out, stderr=subprocess.STDOUT)
+
+    def ping(self, src: Host, dst: Host, count: int, interval: float = 0.2) -> list[float]:
+        """RTTs in ms of a bounded ping."""
+        out = src.exec("ping", "-n", "-c", str(count), "-i", str(interval), dst.addr,
+                       check=False, timeout=count * interval + 10)
+        return [float(m) for m in re.findall(r"time=([\d.]+) ms", out)]
+
+    def counters(self, host: Host) -> tuple[int, int]:
+        """(rx_bytes, tx_bytes) of a host's lab interface, read inside its namespace."""
+        rx = int(host.exec("cat", f"/sys/class/net/{host.veth}/statistics/rx_bytes"))
+        tx = int(host.exec("cat", f"/sys/class/net/{host.veth}/statistics/tx_bytes"))
+        return rx, tx
+
+
+DBUS_CONF = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path={socket}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow own="*"/>
+    <allow send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_type="method_return"/>
+    <allow send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="signal"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+  </policy>
+  <includedir>/usr/share/dbus-1/system.d</includedir>
+</busconfig>
+"""
+
+AVAHI_CONF = """[server]
+host-name={hostname}
+use-ipv4=yes
+use-ipv6=no
+allow-interfaces={iface}
+enable-dbus=yes
+ratelimit-interval-usec=0
+[wide-area]
+enable-wide-area=no
+[publish]
+publish-hinfo=no
+publish-workstation=no
+publish-addresses=yes
+[reflector]
+enable-reflector=no
+"""
+
+
+class Avahi:
+    """avahi-daemon inside a lab host, on a private system D-Bus (LAB.md)."""
+
+    def __init__(self, host: Host, tmp: Path) -> None:
+        self.host = host
+        self.dir = tmp / f"avahi-{host.ns}"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.socket = self.dir / "system_bus_socket"
+        self.env = {**os.environ, "DBUS_SYSTEM_BUS_ADDRESS": f"unix:path={self.socket}"}
+        self._procs: list[subprocess.Popen] = []
+
+    @staticmethod
+    def available() -> bool:
+        return all(shutil.which(t) for t in ("avahi-daemon", "avahi-browse", "avahi-publish",
+                                             "dbus-daemon"))
+
+    def __enter__(self) -> Avahi:
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _spawn(self, *args: str, log: str) -> subprocess.Popen:
+        out = open(self.dir / log, "wb")  # noqa: SIM115
+        p = self.host.popen(*args, stdout=out, stderr=subprocess.STDOUT, env=self.env)
+        self._procs.append(p)
+        return p
+
+    def _start(self) -> None:
+        dconf = self.dir / "dbus.conf"
+        dconf.write_text(DBUS_CONF.format(socket=self.socket))
+        aconf = self.dir / "avahi-daemon.conf"
+        aconf.write_text(AVAHI_CONF.format(hostname=f"{self.host.ns}-avahi",
+                                           iface=self.host.veth))
+        self._spawn("dbus-daemon", f"--config-file={dconf}", "--nofork", "--nopidfile",
+                    log="dbus.log")
+        deadline = time.monotonic() + 5
+        while not self.socket.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("private dbus-daemon did not start")
+            time.sleep(0.05)
+        Path("/run/avahi-daemon").mkdir(parents=True, exist_ok=True)
+        self._spawn("avahi-daemon", "-f", str(aconf), "--no-drop-root", "--no-chroot",
+                    "--no-rlimits", "--no-proc-title", log="avahi.log")
+        deadline = time.monotonic() + 10
+        while "Server startup complete" not in (self.dir / "avahi.log").read_text(errors="replace"):
+            if time.monotonic() > deadline or self._procs[-1].poll() is not None:
+                raise RuntimeError("avahi-daemon did not start:\n"
+                                   + (self.dir / "avahi.log").read_text(errors="replace"))
+            time.sleep(0.05)
+
+    def browse(self, service_type: str) -> list[dict]:
+        """Resolved services from `avahi-browse -r -t -p` (IPv4)."""
+        r = subprocess.run(
+            ["ip", "netns", "exec", self.host.ns, "avahi-browse", "-r", "-t", "-p", service_type],
+            capture_output=True, text=True, timeout=20, env=self.env,
+        )
+        rows = []
+        for line in r.stdout.splitlines():
+            f = line.split(";")
+            if f[0] != "=" or len(f) < 10 or f[2] != "IPv4":
+                continue
+            txt = dict(
+                kv.split("=", 1) for kv in re.findall(r'"([^"]*)"', f[9]) if "=" in kv
+            )
+            rows.append({"name": f[3], "host": f[6], "address": f[7], "port": int(f[8]),
+                         "txt": txt})
+        return rows
+
+    def publish(self, name: str, service_type: str, port: int, *txt: str) -> subprocess.Popen:
+        return self._spawn("avahi-publish", "-s", name, service_type, str(port), *txt,
+                           log=f"publish-{name}.log")
+
+    def close(self) -> None:
+        for p in reversed(self._procs):
+            if p.poll() is None:
+                p.terminate()
+        for p in self._procs:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+        self._procs.clear()
