@@ -131,15 +131,54 @@ def _status_lines(cluster: dict) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     if len(rows) == 1:
-        lines = ["no links yet: this agent has no peers (give --peer HOST:PORT)"]
+        lines = ["no links yet."]
+    return lines + diagnostics(cluster)
+
+
+_IGNORED = {
+    "version_mismatch": "runs an exotray that speaks another protocol",
+    "no_address": "announces no address on any of our subnets",
+    "spoofed_id": "claims to be this node",
+    "duplicate_id": "claims the id of another peer",
+    "bad_port": "announces an invalid port",
+    "no_txt": "has no exotray TXT record",
+    "txt_too_large": "has an oversized TXT record",
+    "bad_txt": "has a malformed TXT record",
+    "bad_id": "has a malformed id",
+    "unresolvable": "could not be resolved",
+}
+
+
+def diagnostics(cluster: dict) -> list[str]:
+    """Why a peer the user expects may be missing, in plain words."""
+    notes: list[str] = []
+    disc = cluster.get("discovery") or {}
+    if disc.get("mdns") is False:
+        notes.append("mDNS is off (--no-mdns): only peers given with --peer are monitored.")
+    elif disc.get("problem"):
+        notes.append(f"mDNS: {disc['problem']}.")
+    elif disc.get("mdns"):
+        notes.append(f"mDNS: announcing and browsing on {', '.join(disc.get('addresses', []))}.")
+    for ig in disc.get("ignored", []):
+        what = _IGNORED.get(ig.get("reason"), ig.get("reason"))
+        detail = f": {ig['detail']}" if ig.get("detail") else ""
+        notes.append(f"ignored mDNS service {ig.get('service')} — it {what}{detail}.")
+    for peer in cluster.get("peers", []):
+        who = peer.get("name") or peer.get("key")
+        where = ", ".join(peer.get("addresses", [])) or "(address not resolved yet)"
+        if not peer.get("up"):
+            port = where.rsplit(":", 1)[-1] if peer.get("addresses") else "?"
+            notes.append(
+                f"peer {who} at {where} does not answer probes: is its agent running, and "
+                f"is UDP and TCP port {port} open in its firewall?"
+            )
+        elif peer.get("last_error"):
+            notes.append(f"peer {who} answers probes, but its snapshot failed: "
+                         f"{peer['last_error']}")
     for node in cluster.get("nodes", [])[1:]:
         if not node.get("reachable", True):
-            lines.append(f"note: {node['node']['name']} did not answer its last snapshot request "
-                         f"(data {node.get('age_s', 0):.0f} s old)")
-    for peer in cluster.get("peers", []):
-        if peer.get("last_error"):
-            lines.append(f"note: peer {peer.get('name') or peer['key']}: {peer['last_error']}")
-    return lines
+            notes.append(f"{node['node']['name']}'s data is {node.get('age_s', 0):.0f} s old.")
+    return [f"note: {n}" for n in notes]
 
 
 def cmd_status(args: argparse.Namespace) -> int:

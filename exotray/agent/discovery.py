@@ -8,7 +8,9 @@ keeps a crashed peer's records for about 19 minutes — but from the agent's pro
 a goodbye, though, removes the peer at once.
 
 When the set of local addresses we announce changes (a cable plugged in, Wi-Fi joined)
-the zeroconf instance is rebuilt on the new interfaces and the service re-registered.
+zeroconf is moved to the new interfaces and the record updated in place, so peers see
+new addresses without a goodbye in between (older python-zeroconf without
+`async_update_interfaces`: the instance is rebuilt).
 """
 
 from __future__ import annotations
@@ -176,21 +178,24 @@ class Discovery:
             return
         self.problem = None
         self._azc = AsyncZeroconf(interfaces=list(addresses), ip_version=IPVersion.V4Only)
-        self._info = AsyncServiceInfo(
-            SERVICE_TYPE,
-            self.service,
-            port=self.port,
-            properties={"id": self.node_id, "name": self.name, "version": __version__,
-                        "proto": str(PROTO)},
-            server=self.server,
-            parsed_addresses=list(addresses),
-        )
+        self._info = self._service_info(addresses, name=self.service)
         self._browser = AsyncServiceBrowser(
             self._azc.zeroconf, SERVICE_TYPE, handlers=[self._on_change]
         )
         # Registration probes the name for ~1.5 s; it must not hold up the agent.
         self._register_task = asyncio.create_task(self._register(), name="mdns-register")
         log.info("mDNS: announcing %s on %s", self.service, ", ".join(addresses))
+
+    def _service_info(self, addresses: Iterable[str], name: str) -> AsyncServiceInfo:
+        return AsyncServiceInfo(
+            SERVICE_TYPE,
+            name,
+            port=self.port,
+            properties={"id": self.node_id, "name": self.name, "version": __version__,
+                        "proto": str(PROTO)},
+            server=self.server,
+            parsed_addresses=list(addresses),
+        )
 
     async def _register(self) -> None:
         assert self._azc is not None and self._info is not None
@@ -207,6 +212,18 @@ class Discovery:
                 return
             log.info("mDNS: local addresses changed (%s -> %s); re-announcing",
                      ", ".join(self.addresses) or "none", ", ".join(new) or "none")
+            azc, info = self._azc, self._info
+            if azc is not None and info is not None and new and hasattr(
+                azc, "async_update_interfaces"
+            ):
+                try:
+                    await azc.async_update_interfaces(list(new))
+                    self._info = self._service_info(new, name=info.name)
+                    await azc.async_update_service(self._info)
+                    self.addresses = new
+                    return
+                except Exception as e:
+                    log.warning("mDNS: moving to the new interfaces failed (%s); restarting", e)
             await self._stop()
             await self._start(new)
 

@@ -557,7 +557,10 @@ class Agent:
         peers = [p for p in self.peers.values() if p.addresses]
         if peers:
             await asyncio.gather(*(self._fetch(p) for p in peers))
-        now = self.clock()
+        self._prune(self.clock())
+
+    def _prune(self, now: float) -> None:
+        """Forget stale snapshots, and mDNS peers that have been down for too long."""
         for p in list(self.peers.values()):
             if p.snapshot_at is not None and now - p.snapshot_at > PEER_FORGET_S:
                 p.snapshot = None

@@ -23,7 +23,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-STALE = re.compile(r"^xt[0-9a-f]{3}(br|h\d+)$")
+STALE = re.compile(r"^xt([0-9a-f]{3})(br|h\d+)$")
+#: a file per live lab holding its creator's pid, so concurrent runs leave each other be
+OWNERS = Path("/tmp/exotray-lab")
 
 
 def run(*args: str, check: bool = True, timeout: float = 20) -> subprocess.CompletedProcess:
@@ -45,15 +47,32 @@ def why_not_available() -> str | None:
     return None
 
 
+def _owner_alive(tag: str) -> bool:
+    try:
+        pid = int((OWNERS / tag).read_text())
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def cleanup_stale() -> None:
+    """Remove labs whose creating process is gone (a killed run's leftovers)."""
     r = run("ip", "netns", "list", check=False)
     for line in r.stdout.splitlines():
         name = line.split()[0] if line.split() else ""
-        if STALE.match(name):
+        m = STALE.match(name)
+        if m and not _owner_alive(m.group(1)):
             run("ip", "netns", "del", name, check=False)
     r = run("ip", "-o", "link", "show", check=False)
-    for m in re.finditer(r"^\d+: (xt[0-9a-f]{3}m[ab])[@:]", r.stdout, re.M):
-        run("ip", "link", "del", m.group(1), check=False)
+    for m in re.finditer(r"^\d+: (xt([0-9a-f]{3})m[ab])[@:]", r.stdout, re.M):
+        if not _owner_alive(m.group(2)):
+            run("ip", "link", "del", m.group(1), check=False)
 
 
 @dataclass
@@ -75,8 +94,11 @@ class Host:
 
 class Lab:
     def __init__(self, n: int, net: int | None = None) -> None:
+        existing = run("ip", "netns", "list", check=False).stdout
         self.tag = secrets.token_hex(2)[:3]
-        self.net = net if net is not None else 100 + secrets.randbelow(100)
+        while f"xt{self.tag}br" in existing:
+            self.tag = secrets.token_hex(2)[:3]
+        self.net = net if net is not None else 100 + 2 * secrets.randbelow(50)
         self.br_ns = f"xt{self.tag}br"
         self.bridge = f"xt{self.tag}b0"
         self.hosts: list[Host] = []
@@ -97,6 +119,8 @@ class Lab:
         self.close()
 
     def _build(self) -> None:
+        OWNERS.mkdir(exist_ok=True)
+        (OWNERS / self.tag).write_text(str(os.getpid()))
         b = self.br_ns
         run("ip", "netns", "add", b)
         run("ip", "-n", b, "link", "add", self.bridge, "type", "bridge")
@@ -136,6 +160,26 @@ class Lab:
             h.exec("ethtool", "-K", a, "tso", "off", "gso", "off", check=False)
         return h
 
+    def add_lan(self, hosts: list[Host]) -> list[str]:
+        """A second LAN (another bridge, 10.213.<net+1>.0/24) joining `hosts`, as when a
+        Thunderbolt cable is plugged in; returns each host's new interface name."""
+        br = f"xt{self.tag}b1"
+        run("ip", "-n", self.br_ns, "link", "add", br, "type", "bridge")
+        run("ip", "-n", self.br_ns, "link", "set", br, "up")
+        names = []
+        for h in hosts:
+            i = self.hosts.index(h) + 1
+            c, d = f"xt{self.tag}{i}c", f"xt{self.tag}{i}d"
+            run("ip", "-n", h.ns, "link", "add", c, "type", "veth", "peer", "name", d)
+            run("ip", "-n", h.ns, "link", "set", d, "netns", self.br_ns)
+            run("ip", "-n", h.ns, "addr", "add", f"10.213.{self.net + 1}.{i}/24", "brd", "+",
+                "dev", c)
+            run("ip", "-n", h.ns, "link", "set", c, "up")
+            run("ip", "-n", self.br_ns, "link", "set", d, "master", br)
+            run("ip", "-n", self.br_ns, "link", "set", d, "up")
+            names.append(c)
+        return names
+
     def close(self) -> None:
         for h in self.hosts:
             for p in h.procs:
@@ -151,6 +195,7 @@ class Lab:
             run("ip", "netns", "del", h.ns, check=False)
         run("ip", "link", "del", f"xt{self.tag}ma", check=False)
         run("ip", "netns", "del", self.br_ns, check=False)
+        (OWNERS / self.tag).unlink(missing_ok=True)
 
     # -- shaping and load ------------------------------------------------------------
     def shape(self, host: Host, rate: str = "50mbit") -> None:

@@ -242,3 +242,56 @@ def test_avahi_sees_agents_and_bogus_records_are_ignored(lab3, tmp_path):
             assert len(cluster["peers"]) == 1 and len(cluster["nodes"]) == 2
             assert a.proc.poll() is None
         print(f"ignored by h1: {sorted(ignored(a1))}")
+
+
+# -- run-time changes and goodbyes --------------------------------------------------------
+def test_new_interface_adds_a_link_without_restart(lab2):
+    """A second cable between two nodes: each announces its new address, and the other
+    gets a second link attributed to its own new interface."""
+    lab, agents = lab2
+    h1, h2 = lab.hosts
+    # No --mdns-interface: all (lab-only) interfaces of the namespace, as by default.
+    a1 = agents.start(h1, name="h1", all_interfaces=True)
+    a2 = agents.start(h2, name="h2", all_interfaces=True)
+    for a in (a1, a2):
+        assert wait_for(lambda a=a: len(up_peer_names(a)) == 1, 5), a.log()
+
+    new = lab.add_lan([h1, h2])
+    added = time.monotonic()
+    second = f"10.213.{lab.net + 1}.2"
+
+    def two_links():
+        lks = a1.get("/v1/snapshot")["links"]
+        return len(lks) == 2 and all(lk["state"] == "up" for lk in lks) and lks
+
+    lks = wait_for(two_links, 10)
+    assert lks, a1.log() + "\n---- h2 ----\n" + a2.log()
+    print(f"\nnew interface picked up, second link up after {time.monotonic() - added:.2f} s")
+    by_addr = {lk["peer_address"]: lk for lk in lks}
+    assert by_addr[second]["local_interface"] == new[0]
+    assert by_addr[h2.addr]["local_interface"] == h1.veth
+    assert by_addr[second]["id"] != by_addr[h2.addr]["id"]
+    # Moving to the new interface did not take the first link down on either side.
+    for a in (a1, a2):
+        assert [e["type"] for e in events(a)] == ["peer_up"], events(a)
+
+
+def test_goodbye_removes_links_at_once_and_stop_is_clean(lab2):
+    lab, agents = lab2
+    h1, h2 = lab.hosts
+    a1 = agents.start(h1, name="h1")
+    a2 = agents.start(h2, name="h2")
+    for a in (a1, a2):
+        assert wait_for(lambda a=a: len(up_peer_names(a)) == 1, 5), a.log()
+    threads = len(list((__import__("pathlib").Path(f"/proc/{a2.proc.pid}/task")).iterdir()))
+    a2.proc.terminate()  # SIGTERM: a clean stop sends an mDNS goodbye
+    stopped = time.monotonic()
+    assert wait_for(lambda: a1.get("/v1/snapshot")["links"] == [], 2.0, every=0.02), a1.log()
+    gone_after = time.monotonic() - stopped
+    assert a2.proc.wait(5) == 0
+    print(f"\ngoodbye removed the peer's links after {gone_after * 1000:.0f} ms; "
+          f"the stopped agent ran {threads} thread(s)")
+    # Well under the 2.5 intervals that probes need to call it down.
+    assert gone_after < 1.5
+    assert "Traceback" not in a2.log()
+    assert [e["type"] for e in events(a1)] == ["peer_up", "peer_down"]

@@ -1,0 +1,65 @@
+"""`exotray status` text from recorded cluster views, incl. why a peer may be missing."""
+
+from __future__ import annotations
+
+from exotray.cli import _status_lines
+
+LINK = {
+    "peer_name": "studio-2", "peer_address": "10.0.0.2", "local_interface": "bridge0",
+    "local_label": "Thunderbolt Bridge", "rtt_ms": 0.41, "rx_bytes_per_s": 1.2e9,
+    "tx_bytes_per_s": 3e6, "utilization": 0.31, "state": "up",
+}
+
+
+def _cluster(**over):
+    c = {
+        "self": "a",
+        "nodes": [{"node": {"id": "a", "name": "studio-1"}, "links": [LINK]}],
+        "peers": [{"key": "mdns:b", "name": "studio-2", "addresses": ["10.0.0.2:52480"],
+                   "up": True, "last_error": None}],
+        "discovery": {"mdns": True, "addresses": ["10.0.0.1"], "problem": None, "ignored": []},
+    }
+    c.update(over)
+    return c
+
+
+def test_one_line_per_link():
+    lines = _status_lines(_cluster())
+    assert lines[0].split() == ["FROM", "TO", "VIA", "RTT", "RX", "TX", "UTIL", "STATE"]
+    assert lines[1].split() == ["studio-1", "studio-2", "10.0.0.2", "Thunderbolt", "Bridge",
+                                "(bridge0)", "0.41", "ms", "1.2", "GB/s", "3.0", "MB/s", "31",
+                                "%", "up"]
+
+
+def test_mdns_off_is_said():
+    lines = _status_lines(_cluster(discovery={"mdns": False, "addresses": [], "problem": None,
+                                              "ignored": []}))
+    assert any("mDNS is off" in ln for ln in lines)
+
+
+def test_no_multicast_interface_is_said():
+    d = {"mdns": True, "addresses": [], "ignored": [],
+         "problem": "no multicast-capable IPv4 interface to announce on"}
+    assert any("no multicast-capable" in ln for ln in _status_lines(_cluster(discovery=d)))
+
+
+def test_version_mismatch_is_said():
+    d = {"mdns": True, "addresses": ["10.0.0.1"], "problem": None, "ignored": [
+        {"service": "old-x._exotray._tcp.local.", "reason": "version_mismatch",
+         "detail": "old speaks protocol 2 (exotray 0.9); we speak 1"}]}
+    lines = _status_lines(_cluster(discovery=d))
+    assert any("old-x" in ln and "another protocol" in ln for ln in lines)
+
+
+def test_seen_but_unreachable_peer_is_said():
+    peers = [{"key": "mdns:c", "name": "gpu-3", "addresses": ["10.0.0.3:52480"], "up": False,
+              "last_error": "ConnectTimeout"}]
+    lines = _status_lines(_cluster(peers=peers))
+    assert any("gpu-3" in ln and "does not answer probes" in ln and "52480" in ln
+               for ln in lines)
+
+
+def test_no_links():
+    lines = _status_lines(_cluster(nodes=[{"node": {"id": "a", "name": "x"}, "links": []}],
+                                   peers=[]))
+    assert lines[0] == "no links yet."
