@@ -59,6 +59,8 @@ log = logging.getLogger(__name__)
 PEER_FORGET_S = 600.0
 #: route lookups (which local interface reaches a peer address) are refreshed this often
 ROUTE_REFRESH_S = 5.0
+#: counter readings per interval (rates are sliding averages over one interval)
+SUBSAMPLES = 4
 LINK_COLUMNS = (
     "t",
     "rtt_ms",
@@ -223,7 +225,8 @@ class Agent:
         self.ifaces: dict[str, IfaceState] = {}
         self.nics: dict[str, sampler.NicInfo] = {}
         self.measured_mbit: dict[str, float] = {}
-        self.rates = RateMeter()
+        self.rates = RateMeter(window_s=self.interval)
+        self._subtick = 0
         self._events_file: TextIO | None = None
         self.events = EventLog(sinks=[self._log_event])
         self.counters: dict[str, int] = {"snapshots_rejected": 0, "fetch_errors": 0}
@@ -450,14 +453,43 @@ class Agent:
         )
 
     def _sample_tick(self) -> None:
+        """Counters four times per interval (rates over a sliding interval, so saturation
+        is seen within a quarter interval of being due); interfaces, routes and history
+        once per interval."""
         now = self.clock()
         t = self.wall(now)
+        full = self._subtick % SUBSAMPLES == 0
+        self._subtick += 1
         try:
             counters = sampler.read_counters()
-            nics = sampler.read_nics()
+            nics = sampler.read_nics() if full else self.nics
         except OSError as e:
             self._throttled("sample", logging.WARNING, "cannot read interface counters: %s", e)
             return
+        addresses_changed = False
+        if full:
+            addresses_changed = self._update_ifaces(nics, now)
+        caps = {name: st.capacity.bytes_per_s for name, st in self.ifaces.items()}
+        rates = self.rates.update(now, counters, caps)
+        for name, st in self.ifaces.items():
+            if st.vanished_at is None:
+                st.rate = rates.get(name, st.rate if name in counters else None)
+        for link in self.links.values():
+            if full and (addresses_changed or now - link.route_checked >= ROUTE_REFRESH_S):
+                self._route(link, now)
+            self._detect(link, t)
+        if full:
+            for st in self.ifaces.values():
+                if st.rate is not None and st.vanished_at is None:
+                    st.history.append(
+                        (t, _r(st.rate.rx_bytes_per_s, 1), _r(st.rate.tx_bytes_per_s, 1))
+                    )
+            for link in self.links.values():
+                self._history_row(link, now, t)
+        self.last_sample = now
+
+    def _update_ifaces(self, nics: dict[str, sampler.NicInfo], now: float) -> bool:
+        """Take a fresh interface list; return whether any address changed."""
         if set(nics) != set(self.nics):
             self.classifier.refresh()
         addresses_changed = {n: i.addresses for n, i in nics.items()} != {
@@ -466,12 +498,10 @@ class Agent:
         self.nics = nics
         if addresses_changed and self.discovery is not None:
             self._restart_discovery()
-        caps: dict[str, float | None] = {}
         for name, nic in nics.items():
             kind, label = self.classifier.classify(name)
             st = self.ifaces.get(name)
             capacity = self._capacity_of(name, kind, nic)
-            caps[name] = capacity.bytes_per_s
             if st is None:
                 st = self.ifaces[name] = IfaceState(
                     name, kind, label, nic.up, nic.addresses, None, capacity,
@@ -481,7 +511,6 @@ class Agent:
                 kind, label, nic.up, nic.addresses, capacity
             )
             st.vanished_at = None
-        rates = self.rates.update(now, counters, caps)
         for name, st in list(self.ifaces.items()):
             if name not in nics:
                 if st.vanished_at is None:
@@ -489,15 +518,7 @@ class Agent:
                     st.rate = None
                 elif now - st.vanished_at > 3600:
                     del self.ifaces[name]
-                continue
-            st.rate = rates.get(name)
-            if st.rate is not None:
-                st.history.append((t, _r(st.rate.rx_bytes_per_s, 1), _r(st.rate.tx_bytes_per_s, 1)))
-        for link in self.links.values():
-            if addresses_changed or now - link.route_checked >= ROUTE_REFRESH_S:
-                self._route(link, now)
-            self._sample_link(link, now, t)
-        self.last_sample = now
+        return addresses_changed
 
     def _link_numbers(self, link: Link) -> tuple[Rate | None, cap.Capacity, float | None]:
         st = self.ifaces.get(link.local_interface) if link.local_interface else None
@@ -511,10 +532,10 @@ class Agent:
         )
         return rate, st.capacity, util
 
-    def _sample_link(self, link: Link, now: float, t: float) -> None:
+    def _detect(self, link: Link, t: float) -> None:
         rate, capacity, util = self._link_numbers(link)
         if rate is not None:
-            change = link.detector.update(now, rate.dt, util if link.up else None)
+            change = link.detector.update(self.clock(), rate.dt, util if link.up else None)
             if change is not None and change.notify:
                 self.events.emit(
                     "link_saturated" if change.saturated else "link_cleared",
@@ -530,6 +551,9 @@ class Agent:
                     tx_bytes_per_s=_r(rate.tx_bytes_per_s, 1),
                     capacity_bytes_per_s=capacity.bytes_per_s,
                 )
+
+    def _history_row(self, link: Link, now: float, t: float) -> None:
+        rate, _capacity, util = self._link_numbers(link)
         s = link.rtt.summary(now)
         link.history.append(
             (
@@ -849,7 +873,9 @@ class Agent:
             await self.discovery.start(self.mdns_addresses())
         self._tasks = [
             asyncio.create_task(self._server.serve(sockets=[tcp]), name="exotray-api"),
-            asyncio.create_task(self._every(self.interval, self._sample_tick), name="sample"),
+            asyncio.create_task(
+                self._every(self.interval / SUBSAMPLES, self._sample_tick), name="sample"
+            ),
             asyncio.create_task(
                 self._every(self.interval / s.probes_per_interval, self._probe_tick), name="probe"
             ),

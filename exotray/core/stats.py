@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import logging
 import math
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -61,10 +62,18 @@ class RateMeter:
     Interfaces may appear (no rate until their second reading) and vanish (forgotten).
     `capacity` maps names to a known capacity in bytes/s: rates above `absurd_factor`
     times it are rejected.
+
+    With `window_s`, readings may come more often than the window (the agent reads the
+    counters four times per interval) and each returned rate is the average over the
+    most recent valid readings spanning `window_s`: a sliding window, so a detector fed
+    with it sees a full interval's rate four times per interval. A reset clears the
+    window; a rejected (absurd) reading is left out of it.
     """
 
-    def __init__(self, absurd_factor: float = 1.5) -> None:
+    def __init__(self, absurd_factor: float = 1.5, window_s: float | None = None) -> None:
         self._last: dict[str, _Last] = {}
+        self._win: dict[str, deque[tuple[float, int, int]]] = {}
+        self.window_s = window_s
         self.absurd_factor = absurd_factor
         #: rejected samples by reason, for the snapshot's counters
         self.rejected: dict[str, int] = {"reset": 0, "absurd": 0, "clock": 0}
@@ -81,6 +90,7 @@ class RateMeter:
             if name not in counters:
                 log.info("interface %s vanished", name)
                 del self._last[name]
+                self._win.pop(name, None)
         for name, (rx, tx) in counters.items():
             prev = self._last.get(name)
             self._last[name] = _Last(now, rx, tx)
@@ -94,6 +104,7 @@ class RateMeter:
             dtx = counter_delta(prev.tx, tx)
             if drx is None or dtx is None:
                 self.rejected["reset"] += 1
+                self._win.pop(name, None)
                 log.info("interface %s: counters reset (re-created?); interval skipped", name)
                 continue
             rate = Rate(drx / dt, dtx / dt, dt)
@@ -108,8 +119,18 @@ class RateMeter:
                     cap,
                 )
                 continue
-            out[name] = rate
+            out[name] = self._windowed(name, dt, drx, dtx) if self.window_s else rate
         return out
+
+    def _windowed(self, name: str, dt: float, drx: int, dtx: int) -> Rate:
+        win = self._win.setdefault(name, deque())
+        win.append((dt, drx, dtx))
+        assert self.window_s is not None
+        total = sum(w[0] for w in win)
+        # Drop the oldest readings while the rest still span the window.
+        while len(win) > 1 and total - win[0][0] >= self.window_s - 1e-3:
+            total -= win.popleft()[0]
+        return Rate(sum(w[1] for w in win) / total, sum(w[2] for w in win) / total, total)
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
