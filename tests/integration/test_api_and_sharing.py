@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+from typing import ClassVar
 
 import httpx
 import pytest
@@ -78,7 +79,7 @@ def test_events_after(pair):
 
 
 class _Garbage(http.server.BaseHTTPRequestHandler):
-    bodies = [
+    bodies: ClassVar[list[bytes]] = [
         b"not json",
         b"[1, 2, 3]",
         json.dumps({"schema": 99}).encode(),
@@ -87,7 +88,7 @@ class _Garbage(http.server.BaseHTTPRequestHandler):
     ]
     served = 0
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         body = self.bodies[_Garbage.served % len(self.bodies)]
         _Garbage.served += 1
         self.send_response(200)

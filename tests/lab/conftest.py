@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import netlab
-from helpers import AgentProc
+from netlab import Agents
 
 _REASON = netlab.why_not_available()
 
@@ -29,29 +29,6 @@ def pytest_collection_modifyitems(config, items):
 def _stale_lab() -> None:
     if _REASON is None:
         netlab.cleanup_stale()
-
-
-class Agents:
-    """Starts agents inside lab hosts; closes them all at the end."""
-
-    def __init__(self, lab: netlab.Lab, tmp: Path) -> None:
-        self.lab = lab
-        self.tmp = tmp
-        self.all: list[AgentProc] = []
-
-    def start(self, host: netlab.Host, *extra: str, name: str | None = None,
-              mdns: bool = True, peers: list[str] | None = None,
-              port: int = 52480, all_interfaces: bool = False) -> AgentProc:
-        name = name or host.ns[-2:]
-        mdns_args = ["--mdns-interface", host.addr] if mdns and not all_interfaces else []
-        a = AgentProc(self.tmp, name, port, list(peers or []), *mdns_args, *extra,
-                      netns=host.ns, bind="0.0.0.0", host=host.addr, mdns=mdns)
-        self.all.append(a)
-        return a
-
-    def close(self) -> None:
-        for a in self.all:
-            a.close()
 
 
 @pytest.fixture

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from helpers import AgentProc
+
 STALE = re.compile(r"^xt([0-9a-f]{3})(br|h\d+)$")
 #: a file per live lab holding its creator's pid, so concurrent runs leave each other be
 OWNERS = Path("/tmp/exotray-lab")
@@ -359,3 +361,26 @@ class Avahi:
                 p.kill()
                 p.wait(5)
         self._procs.clear()
+
+
+class Agents:
+    """Starts agents inside lab hosts; closes them all at the end."""
+
+    def __init__(self, lab: Lab, tmp: Path) -> None:
+        self.lab = lab
+        self.tmp = tmp
+        self.all: list[AgentProc] = []
+
+    def start(self, host: Host, *extra: str, name: str | None = None,
+              mdns: bool = True, peers: list[str] | None = None,
+              port: int = 52480, all_interfaces: bool = False) -> AgentProc:
+        name = name or host.ns[-2:]
+        mdns_args = ["--mdns-interface", host.addr] if mdns and not all_interfaces else []
+        a = AgentProc(self.tmp, name, port, list(peers or []), *mdns_args, *extra,
+                      netns=host.ns, bind="0.0.0.0", host=host.addr, mdns=mdns)
+        self.all.append(a)
+        return a
+
+    def close(self) -> None:
+        for a in self.all:
+            a.close()
