@@ -101,8 +101,9 @@ def cmd_agent(args: argparse.Namespace) -> int:
         return 2
     from exotray.agent.runtime import run
 
+    config_file = Path(args.config) if args.config else default_config_path()
     try:
-        return asyncio.run(run(settings))
+        return asyncio.run(run(settings, config_file))
     except OSError as e:
         print(f"exotray agent: cannot listen on {settings.bind}:{settings.port}: {e.strerror}",
               file=sys.stderr)

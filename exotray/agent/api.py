@@ -1,8 +1,14 @@
-"""The agent's HTTP API (Starlette, served by uvicorn). Read-only; JSON everywhere."""
+"""The agent's HTTP API (Starlette, served by uvicorn). JSON everywhere.
+
+Everything is read-only except /v1/control/*, which answers only loopback clients that
+present the control token (see agent/control.py).
+"""
 
 from __future__ import annotations
 
+import json
 import math
+import secrets
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
@@ -10,10 +16,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from exotray.agent import control
+from exotray.core.settings import SettingsError
+
 if TYPE_CHECKING:
     from exotray.agent.runtime import Agent
 
 MAX_HISTORY_S = 3600.0
+MAX_BODY = 64 * 1024
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -63,6 +73,69 @@ def create_app(agent: Agent) -> Starlette:
             {"last_seq": agent.events.last_seq, "events": agent.events.after(after)}
         )
 
+    def _deny(request: Request) -> JSONResponse | None:
+        if not control.is_loopback(request.client.host if request.client else None):
+            return _error(403, "control endpoints answer loopback clients only")
+        header = request.headers.get("authorization", "")
+        token = header.removeprefix("Bearer ").strip()
+        if not agent.control_token or not secrets.compare_digest(
+            token.encode(), agent.control_token.encode()
+        ):
+            return _error(401, "missing or wrong control token (see control_token in the "
+                               "agent's state dir)")
+        return None
+
+    async def _json_body(request: Request) -> object:
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
+            raise ValueError(f"body over {MAX_BODY} bytes")
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY:
+                raise ValueError(f"body over {MAX_BODY} bytes")
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise ValueError("body is not JSON") from None
+
+    def _settings_view() -> dict:
+        return {
+            "settings": control.editable(agent.settings),
+            "paused": agent.paused,
+            "config_file": str(agent.config_file) if agent.config_file else None,
+        }
+
+    async def control_settings(request: Request) -> JSONResponse:
+        if (denied := _deny(request)) is not None:
+            return denied
+        if request.method == "GET":
+            return JSONResponse(_settings_view())
+        try:
+            changes = await _json_body(request)
+            new = control.validate_changes(agent.settings, changes)
+        except (ValueError, SettingsError) as e:
+            return _error(400, str(e))
+        if agent.config_file is not None:
+            try:
+                control.save(agent.config_file, new)
+            except (OSError, SettingsError) as e:
+                return _error(500, f"settings not saved: {e}")
+        agent.reconfigure(new)
+        return JSONResponse(_settings_view())
+
+    async def control_pause(request: Request) -> JSONResponse:
+        if (denied := _deny(request)) is not None:
+            return denied
+        try:
+            body = await _json_body(request)
+        except ValueError as e:
+            return _error(400, str(e))
+        if not isinstance(body, dict) or not isinstance(body.get("paused"), bool):
+            return _error(400, 'expected {"paused": true|false}')
+        agent.set_paused(body["paused"])
+        return JSONResponse(_settings_view())
+
     async def index(request: Request) -> JSONResponse:
         return JSONResponse(
             {
@@ -79,5 +152,7 @@ def create_app(agent: Agent) -> Starlette:
             Route("/v1/cluster", cluster),
             Route("/v1/history", history),
             Route("/v1/events", events),
+            Route("/v1/control/settings", control_settings, methods=["GET", "PUT"]),
+            Route("/v1/control/pause", control_pause, methods=["POST"]),
         ]
     )

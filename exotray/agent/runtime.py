@@ -34,7 +34,7 @@ import platformdirs
 import uvicorn
 
 from exotray import PROTO, __version__
-from exotray.agent import sampler
+from exotray.agent import control, sampler
 from exotray.agent.discovery import Discovery, PeerRecord
 from exotray.agent.interfaces import InterfaceClassifier
 from exotray.agent.probe import ProbeSocket, Target
@@ -242,6 +242,9 @@ class Agent:
         self._tasks: list[asyncio.Task] = []
         self._stop = asyncio.Event()
         self.started = asyncio.Event()
+        self.paused = False
+        self.config_file: Path | None = None
+        self.control_token: str | None = None
         for spec in settings.peers:
             host, port = parse_peer(spec)
             self.add_peer(host, port)
@@ -397,6 +400,8 @@ class Agent:
         probe = self.probe
         assert probe is not None
         probe.expire()
+        if self.paused:
+            return
         now = self.clock()
         for link in self.links.values():
             if link.first_probe is None:
@@ -405,6 +410,8 @@ class Agent:
         self._update_liveness(now)
 
     def _update_liveness(self, now: float) -> None:
+        if self.paused:
+            return
         limit = self.settings.down_after * self.interval
         for link in self.links.values():
             link.up = link.last_reply is not None and now - link.last_reply < limit
@@ -534,7 +541,7 @@ class Agent:
 
     def _detect(self, link: Link, t: float) -> None:
         rate, capacity, util = self._link_numbers(link)
-        if rate is not None:
+        if rate is not None and not self.paused:
             change = link.detector.update(self.clock(), rate.dt, util if link.up else None)
             if change is not None and change.notify:
                 self.events.emit(
@@ -578,6 +585,8 @@ class Agent:
         return "saturated" if link.detector.saturated else "up"
 
     async def _fetch_tick(self) -> None:
+        if self.paused:
+            return
         peers = [p for p in self.peers.values() if p.addresses]
         if peers:
             await asyncio.gather(*(self._fetch(p) for p in peers))
@@ -752,6 +761,7 @@ class Agent:
             "interfaces": ifaces,
             "links": [self.link_dict(lk, now) for lk in self.links.values()],
             "kernel_timestamps": bool(self.probe and self.probe.kernel_timestamps),
+            "paused": self.paused,
             "counters": counters,
         }
 
@@ -825,6 +835,61 @@ class Agent:
             except (OSError, ValueError) as e:
                 self._throttled("events", logging.ERROR, "cannot write events: %s", e)
 
+    # -- control ---------------------------------------------------------------------
+    def reconfigure(self, new: Settings) -> None:
+        """Apply changed settings without a restart (Preferences)."""
+        old, self.settings = self.settings, new.validate()
+        self.sat_params = SaturationParams(
+            threshold=new.threshold, sustain_s=new.sustain, clear_s=new.clear,
+            cooldown_s=new.cooldown,
+        )
+        for link in self.links.values():
+            link.detector.params = self.sat_params
+        if new.interval != old.interval:
+            self.interval = new.interval
+            self.rates.window_s = new.interval
+            size = ring_size(new.interval)
+            for link in self.links.values():
+                link.history.resize(size)
+                link.rtt.window_s = max(10.0, 10 * new.interval)
+            for st in self.ifaces.values():
+                st.history.resize(size)
+            if self.probe is not None:
+                self.probe.timeout_s = max(1.0, new.interval)
+            if self._tasks:
+                self._restart_loops()
+        changed = {k: getattr(new, k) for k in ("interval", "threshold", "sustain", "clear",
+                                               "capacity", "notify_peers")
+                   if getattr(new, k) != getattr(old, k)}
+        log.info("settings changed: %s", changed or "nothing")
+
+    def set_paused(self, paused: bool) -> None:
+        if paused != self.paused:
+            self.paused = paused
+            log.info("monitoring %s", "paused" if paused else "resumed")
+            if not paused:
+                now = self.clock()
+                for link in self.links.values():  # a pause is not an outage
+                    if link.last_reply is not None:
+                        link.last_reply = max(link.last_reply, now - self.interval)
+
+    def _loops(self) -> list[asyncio.Task]:
+        return [
+            asyncio.create_task(
+                self._every(self.interval / SUBSAMPLES, self._sample_tick), name="sample"
+            ),
+            asyncio.create_task(
+                self._every(self.interval / self.settings.probes_per_interval, self._probe_tick),
+                name="probe",
+            ),
+            asyncio.create_task(self._every(self.interval, self._fetch_tick), name="fetch"),
+        ]
+
+    def _restart_loops(self) -> None:
+        for t in self._tasks[1:4]:
+            t.cancel()
+        self._tasks[1:4] = self._loops()
+
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
         from exotray.agent.api import create_app
@@ -834,6 +899,7 @@ class Agent:
             self._events_file = sys.stdout
         elif s.events:
             self._events_file = open(s.events, "a", encoding="utf-8")  # noqa: SIM115
+        self.control_token = control.load_or_create_token(self.state_dir)
         tcp, udp = bind_pair(s.bind, s.port)
         self.port = tcp.getsockname()[1]
         self.probe = ProbeSocket(
@@ -873,13 +939,7 @@ class Agent:
             await self.discovery.start(self.mdns_addresses())
         self._tasks = [
             asyncio.create_task(self._server.serve(sockets=[tcp]), name="exotray-api"),
-            asyncio.create_task(
-                self._every(self.interval / SUBSAMPLES, self._sample_tick), name="sample"
-            ),
-            asyncio.create_task(
-                self._every(self.interval / s.probes_per_interval, self._probe_tick), name="probe"
-            ),
-            asyncio.create_task(self._every(self.interval, self._fetch_tick), name="fetch"),
+            *self._loops(),
             asyncio.create_task(self._every(10.0, self._resolve_peers), name="resolve"),
         ]
         while not self._server.started:
@@ -927,11 +987,12 @@ class Agent:
         log.info("exotray agent stopped")
 
 
-async def run(settings: Settings) -> int:
+async def run(settings: Settings, config_file: Path | None = None) -> int:
     """Run an agent until SIGINT or SIGTERM."""
     import signal
 
     agent = Agent(settings)
+    agent.config_file = config_file
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):

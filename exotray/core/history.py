@@ -31,6 +31,10 @@ class Ring:
         self._rows.append(row)
         return True
 
+    def resize(self, maxlen: int) -> None:
+        """Keep the newest rows that fit a new capacity (the interval changed)."""
+        self._rows = deque(self._rows, maxlen=max(1, maxlen))
+
     def since(self, t: float) -> dict[str, list]:
         """Columns of the rows with time >= t."""
         rows = [r for r in self._rows if r[0] >= t]

@@ -35,6 +35,8 @@ class Settings:
     down_after: float = 2.5
     #: probes sent per link per interval
     probes_per_interval: int = 4
+    #: the tray app notifies when peers go down and come back (links always notify)
+    notify_peers: bool = True
     events: str | None = None
     state_dir: str | None = None
     key_file: str | None = None
@@ -88,7 +90,7 @@ _TYPES: dict[str, type] = {
     "name": str, "port": int, "bind": str, "interval": float, "peers": tuple, "mdns": bool,
     "mdns_interfaces": tuple, "capacity": dict, "threshold": float, "sustain": float,
     "clear": float, "cooldown": float, "down_after": float, "probes_per_interval": int,
-    "events": str, "state_dir": str, "key_file": str,
+    "events": str, "state_dir": str, "key_file": str, "notify_peers": bool,
 }
 _OPTIONAL = {"events", "state_dir", "key_file"}
 _TYPE_NAMES = {

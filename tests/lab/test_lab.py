@@ -13,6 +13,7 @@ import statistics
 import threading
 import time
 
+import httpx
 import netlab
 import pytest
 from helpers import wait_for
@@ -295,3 +296,19 @@ def test_goodbye_removes_links_at_once_and_stop_is_clean(lab2):
     assert gone_after < 1.5
     assert "Traceback" not in a2.log()
     assert [e["type"] for e in events(a1)] == ["peer_up", "peer_down"]
+
+
+def test_control_endpoints_refuse_other_hosts_even_with_the_token(lab2):
+    lab, agents = lab2
+    h1, _ = lab.hosts
+    a1 = agents.start(h1, name="h1", mdns=False)
+    a1.wait_ready()
+    token = (a1.state / "control_token").read_text().strip()
+    # The test process reaches the agent from the lab's monitor address, not loopback.
+    r = httpx.get(a1.url + "/v1/control/settings", trust_env=False,
+                  headers={"authorization": f"Bearer {token}"})
+    assert r.status_code == 403
+    r = httpx.post(a1.url + "/v1/control/pause", trust_env=False, json={"paused": True},
+                   headers={"authorization": f"Bearer {token}"})
+    assert r.status_code == 403
+    assert a1.get("/v1/snapshot")["paused"] is False

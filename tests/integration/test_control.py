@@ -1,0 +1,102 @@
+"""Local control endpoints: token and loopback only, validated, applied live, saved."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tomllib
+
+import httpx
+import pytest
+from helpers import AgentProc, free_port, wait_for
+
+
+@pytest.fixture
+def agent(tmp_path):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('name = "ctl"\n[capacity]\nlo = 100\n')
+    a = AgentProc(tmp_path, "ctl", free_port(), [], "--config", str(cfg))
+    try:
+        a.wait_ready()
+        a.config = cfg
+        a.token = (a.state / "control_token").read_text().strip()
+        yield a
+    finally:
+        a.close()
+
+
+def _call(a, method, path, token=None, **kw):
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    return httpx.request(method, a.url + path, headers=headers, trust_env=False, **kw)
+
+
+def test_token_file_is_private(agent):
+    mode = stat.S_IMODE(os.stat(agent.state / "control_token").st_mode)
+    assert mode == 0o600
+    assert len(agent.token) >= 32
+
+
+@pytest.mark.parametrize("token", [None, "wrong", ""])
+def test_without_the_token_nothing_changes(agent, token):
+    for method, path, body in (("GET", "/v1/control/settings", None),
+                               ("PUT", "/v1/control/settings", {"threshold": 0.5}),
+                               ("POST", "/v1/control/pause", {"paused": True})):
+        r = _call(agent, method, path, token, json=body)
+        assert r.status_code == 401, (method, path)
+    assert agent.get("/v1/snapshot")["paused"] is False
+
+
+def test_settings_round_trip_applied_live_and_saved(agent):
+    r = _call(agent, "GET", "/v1/control/settings", agent.token)
+    assert r.status_code == 200
+    assert r.json()["settings"] == {"interval": 1.0, "threshold": 0.9, "sustain": 3.0,
+                                    "clear": 5.0, "capacity": {"lo": 100}, "notify_peers": True}
+    change = {"threshold": 0.8, "sustain": 2, "clear": 4, "interval": 0.5,
+              "capacity": {"lo": 1000, "eth9": 50}, "notify_peers": False}
+    r = _call(agent, "PUT", "/v1/control/settings", agent.token, json=change)
+    assert r.status_code == 200, r.text
+    assert r.json()["settings"] == {**change, "sustain": 2, "clear": 4}
+    # Applied without restart: the new capacity shows in the snapshot, the new interval
+    # in its interval_s.
+    snap = wait_for(lambda: (s := agent.get("/v1/snapshot"))["interval_s"] == 0.5 and s, 3)
+    lo = next(i for i in snap["interfaces"] if i["name"] == "lo")
+    assert wait_for(lambda: next(i for i in agent.get("/v1/snapshot")["interfaces"]
+                                 if i["name"] == "lo")["capacity_bytes_per_s"] == 125e6, 3), lo
+    # Saved into the config file, keeping what was there.
+    saved = tomllib.loads(agent.config.read_text())
+    assert saved["name"] == "ctl" and saved["threshold"] == 0.8
+    assert saved["capacity"] == {"lo": 1000, "eth9": 50} and saved["notify_peers"] is False
+    assert agent.proc.poll() is None
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"threshold": 5}, "threshold"),
+        ({"interval": "fast"}, "interval"),
+        ({"port": 1}, "not changeable"),
+        ({"capacity": {"lo": -1}}, "positive"),
+        ([1, 2], "JSON object"),
+    ],
+)
+def test_bad_changes_are_refused_and_nothing_applied(agent, body, fragment):
+    r = _call(agent, "PUT", "/v1/control/settings", agent.token, json=body)
+    assert r.status_code == 400 and fragment in r.json()["error"]
+    assert _call(agent, "GET", "/v1/control/settings", agent.token).json()["settings"][
+        "threshold"] == 0.9
+
+
+def test_oversized_body_refused(agent):
+    r = _call(agent, "PUT", "/v1/control/settings", agent.token,
+              content=b'{"x": "' + b"a" * 100_000 + b'"}')
+    assert r.status_code == 400 and "over" in r.json()["error"]
+
+
+def test_pause_and_resume(agent):
+    r = _call(agent, "POST", "/v1/control/pause", agent.token, json={"paused": True})
+    assert r.status_code == 200 and r.json()["paused"] is True
+    assert agent.get("/v1/snapshot")["paused"] is True
+    r = _call(agent, "POST", "/v1/control/pause", agent.token, json={"paused": False})
+    assert r.json()["paused"] is False
+    assert _call(agent, "POST", "/v1/control/pause", agent.token,
+                 json={"paused": "yes"}).status_code == 400
