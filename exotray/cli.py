@@ -10,10 +10,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import platformdirs
-
 from exotray import __version__
-from exotray.core import fmt
+from exotray.core import fmt, paths
 from exotray.core.settings import (
     DEFAULT_PORT,
     Settings,
@@ -26,7 +24,7 @@ from exotray.core.settings import (
 
 
 def default_config_path() -> Path:
-    return Path(platformdirs.user_config_dir("exotray")) / "config.toml"
+    return paths.config_file()
 
 
 def _agent_parser(sub: argparse._SubParsersAction) -> None:
@@ -203,10 +201,32 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gui_missing() -> str | None:
+    try:
+        import pyqtgraph  # noqa: F401
+        import PySide6.QtWidgets  # noqa: F401
+    except ImportError as e:
+        return (f"exotray: the tray app needs the GUI extra ({e.name} is missing): "
+                "pip install 'exotray[gui]'. On a server, run `exotray agent`.")
+    return None
+
+
 def cmd_tray(args: argparse.Namespace) -> int:
-    print("exotray: the tray app is not built yet; run `exotray agent` and `exotray status`.",
-          file=sys.stderr)
-    return 2
+    if (missing := _gui_missing()) is not None:
+        print(missing, file=sys.stderr)
+        return 2
+    from exotray.ui.app import main as tray_main
+
+    return tray_main(port=args.port)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    if (missing := _gui_missing()) is not None:
+        print(missing, file=sys.stderr)
+        return 2
+    from exotray.ui.demo import main as demo_main
+
+    return demo_main(saturate=args.saturate, seconds=args.seconds)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -214,7 +234,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="exotray", description="See your cluster's network: links, RTT, load, saturation."
     )
     parser.add_argument("--version", action="version", version=f"exotray {__version__}")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help="the local agent's port (tray app)")
     sub = parser.add_subparsers(dest="command")
+    demo = sub.add_parser("demo", help="three agents on loopback and the window, to try it out")
+    demo.add_argument("--saturate", action="store_true",
+                      help="drive one link into saturation with a paced transfer")
+    demo.add_argument("--seconds", type=float, default=0,
+                      help="quit after this long (0: when the window closes)")
     _agent_parser(sub)
     st = sub.add_parser("status", help="the cluster as the local agent sees it")
     st.add_argument("--json", action="store_true", help="print /v1/cluster as JSON")
@@ -229,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_agent(args)
     if args.command == "status":
         return cmd_status(args)
+    if args.command == "demo":
+        return cmd_demo(args)
     return cmd_tray(args)
 
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import tomli_w
 
+from exotray.core.paths import TOKEN_FILE
 from exotray.core.settings import Settings, SettingsError, from_mapping
 
 log = logging.getLogger(__name__)
 
-TOKEN_FILE = "control_token"
 #: what Preferences may change at run time
 EDITABLE = ("interval", "threshold", "sustain", "clear", "capacity", "notify_peers")
 
@@ -46,13 +46,6 @@ def load_or_create_token(state_dir: Path) -> str:
     with os.fdopen(fd, "w") as f:
         f.write(token + "\n")
     return token
-
-
-def read_token(state_dir: Path) -> str | None:
-    try:
-        return (state_dir / TOKEN_FILE).read_text().strip() or None
-    except OSError:
-        return None
 
 
 def is_loopback(host: str | None) -> bool:

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
-import platformdirs
 import uvicorn
 
 from exotray import PROTO, __version__
@@ -39,6 +38,7 @@ from exotray.agent.discovery import Discovery, PeerRecord
 from exotray.agent.interfaces import InterfaceClassifier
 from exotray.agent.probe import ProbeSocket, Target
 from exotray.core import capacity as cap
+from exotray.core import paths
 from exotray.core.events import EventLog
 from exotray.core.history import Ring, ring_size
 from exotray.core.saturation import SaturationDetector, SaturationParams
@@ -208,7 +208,7 @@ class Agent:
     ) -> None:
         self.settings = settings.validate()
         self.clock = clock
-        self.state_dir = Path(settings.state_dir or platformdirs.user_state_dir("exotray"))
+        self.state_dir = Path(settings.state_dir) if settings.state_dir else paths.state_dir()
         self.node_id = load_node_id(self.state_dir)
         self.classifier = classifier or InterfaceClassifier()
         self.sat_params = SaturationParams(

@@ -1,0 +1,169 @@
+"""The tray app: a client of the local agent that shows, notifies and edits settings.
+
+    supervisor  starts (or attaches to) the local agent, restarts it if it dies
+    client      polls the agent's HTTP API off the GUI thread
+    tray        icon + menu;  notifier  desktop notifications;  window  the dashboard
+
+Closing the window keeps the app in the tray; Quit stops the agent we started.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtWidgets import QApplication, QSystemTrayIcon
+
+from exotray.core import paths
+from exotray.core.settings import DEFAULT_PORT
+from exotray.ui import summary
+from exotray.ui.client import AgentClient
+from exotray.ui.supervisor import AgentSupervisor
+from exotray.ui.tray import Tray, app_icon
+
+log = logging.getLogger(__name__)
+
+
+class App(QObject):
+    def __init__(self, port: int = DEFAULT_PORT, state_dir: Path | None = None,
+                 agent_args: list[str] | None = None, manage_agent: bool = True,
+                 interval: float = 1.0) -> None:
+        super().__init__()
+        from exotray.ui.notify import Notifier
+
+        self.port = port
+        self.state_dir = state_dir or paths.state_dir()
+        self.cluster: dict[str, Any] | None = None
+        self.settings: dict[str, Any] = {"threshold": 0.9, "notify_peers": True}
+        self.supervisor = AgentSupervisor(port, agent_args, self) if manage_agent else None
+        self.client = AgentClient(port, self.state_dir, interval, parent=self)
+        self.tray = Tray(self)
+        self.notifier = Notifier(self.tray.icon, parent=self)
+        self.window = None
+        self.prefs = None
+
+        self.client.clusterChanged.connect(self._cluster)
+        self.client.eventsArrived.connect(self._events)
+        self.tray.openDashboard.connect(self.open_window)
+        self.tray.pauseToggled.connect(self._pause)
+        self.tray.preferencesRequested.connect(self.open_preferences)
+        self.tray.quitRequested.connect(self.quit)
+        self.notifier.activated.connect(self.open_window)
+        if self.supervisor is not None:
+            self.supervisor.stateChanged.connect(self._agent_state)
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> None:
+        if not QSystemTrayIcon.isSystemTrayAvailable():
+            log.warning("no system tray is available (on GNOME: install the AppIndicator "
+                        "extension); use Open Dashboard from `exotray window` instead")
+        self.tray.show()
+        if self.supervisor is not None:
+            self.supervisor.start()
+        self.client.start()
+
+    def quit(self) -> None:
+        self.client.stop()
+        if self.supervisor is not None:
+            self.supervisor.stop()
+        self.notifier.close()
+        self.tray.hide()
+        QApplication.quit()
+
+    # -- agent -> views ------------------------------------------------------------------
+    def _agent_state(self, state: str) -> None:
+        self.tray.update(self.cluster, state)
+
+    def _cluster(self, cluster: dict[str, Any] | None) -> None:
+        first = self.cluster is None and cluster is not None
+        self.cluster = cluster
+        state = None
+        if cluster is not None and self.supervisor is not None:
+            state = "attached" if self.supervisor.state == "attached" else "running"
+        self.tray.update(cluster, state)
+        if self.window is not None:
+            self.window.set_cluster(cluster)
+        if first:
+            self.client.get_settings(self._settings_loaded)
+
+    def _settings_loaded(self, result: Any, error: str | None) -> None:
+        if result is not None:
+            self.settings = result["settings"]
+            self.tray.threshold = self.settings["threshold"]
+        else:
+            log.info("cannot read the agent's settings: %s", error)
+
+    def _events(self, events: list[dict[str, Any]]) -> None:
+        self_name = self.cluster["nodes"][0]["node"]["name"] if self.cluster else "this node"
+        for ev in events:
+            if ev["type"] in ("peer_up", "peer_down") and not self.settings.get(
+                "notify_peers", True
+            ):
+                continue
+            text = summary.notification(ev, self_name)
+            if text is None:
+                continue
+            urgency = "critical" if ev["type"] in ("link_saturated", "peer_down") else "normal"
+            self.notifier.notify(text[0], text[1], key=ev.get("link_id") or "",
+                                 urgency=urgency)
+
+    def _pause(self, paused: bool) -> None:
+        self.client.set_paused(paused, lambda r, e: e and log.warning("pause: %s", e))
+
+    # -- windows ---------------------------------------------------------------------------
+    def open_window(self, link_id: str = "") -> None:
+        if self.window is None:
+            from exotray.ui.window import MainWindow
+
+            self.window = MainWindow(self.client)
+            self.window.setWindowIcon(app_icon())
+            self.window.set_cluster(self.cluster)
+        self.window.show()
+        self.window.raise_()
+        self.window.activateWindow()
+        if link_id:
+            self.window.select_link(link_id)
+
+    def open_preferences(self) -> None:
+        from exotray.ui.preferences import Preferences
+
+        if self.prefs is None:
+            self.prefs = Preferences(self.client, self.cluster)
+            self.prefs.saved.connect(self._settings_saved)
+        self.prefs.load(self.cluster)
+        self.prefs.show()
+        self.prefs.raise_()
+
+    def _settings_saved(self, settings: dict[str, Any]) -> None:
+        self.settings = settings
+        self.tray.threshold = settings["threshold"]
+
+
+def main(port: int = DEFAULT_PORT, agent_args: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    qapp = QApplication.instance() or QApplication(sys.argv[:1])
+    qapp.setApplicationName("exotray")
+    qapp.setApplicationDisplayName("exotray")
+    qapp.setQuitOnLastWindowClosed(False)  # closing the window keeps the tray
+    qapp.setWindowIcon(app_icon())
+    app = App(port=port, agent_args=agent_args)
+    app.start()
+    # Ctrl-C / SIGTERM quit cleanly (and stop the agent); a timer lets Python see them.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: QTimer.singleShot(0, app.quit))
+    wake = QTimer()
+    wake.start(250)
+    wake.timeout.connect(lambda: None)
+    if not QSystemTrayIcon.isSystemTrayAvailable() and "--no-window" not in sys.argv:
+        app.open_window()
+    try:
+        return qapp.exec()
+    except KeyboardInterrupt:
+        app.quit()
+        return 0
+

@@ -1,0 +1,154 @@
+"""The tray app's view of its local agent: HTTP polling off the GUI thread.
+
+One worker thread owns an httpx.Client and, each interval, fetches /v1/cluster and
+new /v1/events; requests from the GUI (history, settings, pause) are queued to the same
+thread. Results come back as Qt signals, delivered on the GUI thread. The GUI never
+blocks on the network.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from PySide6.QtCore import QObject, Signal
+
+from exotray.core.paths import read_token
+
+log = logging.getLogger(__name__)
+
+
+class AgentClient(QObject):
+    #: the latest /v1/cluster view, or None when the agent does not answer
+    clusterChanged = Signal(object)
+    #: new events (list of dicts), oldest first; never the ones from before we attached
+    eventsArrived = Signal(list)
+    #: (request id, result dict or None, error text or None) for queued requests
+    replied = Signal(int, object, object)
+
+    def __init__(self, port: int, state_dir: Path, interval: float = 1.0,
+                 host: str = "127.0.0.1", parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.base = f"http://{host}:{port}"
+        self.state_dir = state_dir
+        self.interval = interval
+        self._jobs: queue.Queue[tuple[int, str, str, Any] | None] = queue.Queue()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._next_id = 0
+        self._callbacks: dict[int, Callable[[Any, str | None], None]] = {}
+        self._after: int | None = None
+        self.replied.connect(self._dispatch)
+
+    # -- GUI-thread API ---------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="exotray-client",
+                                            daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._jobs.put(None)
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None
+
+    def request(self, method: str, path: str, body: Any = None,
+                done: Callable[[Any, str | None], None] | None = None,
+                control: bool = False) -> int:
+        """Queue a request; `done(result, error)` runs on the GUI thread."""
+        self._next_id += 1
+        rid = self._next_id
+        if done is not None:
+            self._callbacks[rid] = done
+        self._jobs.put((rid, method, path, (body, control)))
+        return rid
+
+    def history(self, link_id: str, seconds: int,
+                done: Callable[[Any, str | None], None]) -> int:
+        return self.request("GET", f"/v1/history?link={link_id}&seconds={int(seconds)}",
+                            done=done)
+
+    def put_settings(self, changes: dict, done: Callable[[Any, str | None], None]) -> int:
+        return self.request("PUT", "/v1/control/settings", changes, done, control=True)
+
+    def get_settings(self, done: Callable[[Any, str | None], None]) -> int:
+        return self.request("GET", "/v1/control/settings", None, done, control=True)
+
+    def set_paused(self, paused: bool, done: Callable[[Any, str | None], None]) -> int:
+        return self.request("POST", "/v1/control/pause", {"paused": paused}, done,
+                            control=True)
+
+    def _dispatch(self, rid: int, result: Any, error: Any) -> None:
+        cb = self._callbacks.pop(rid, None)
+        if cb is not None:
+            cb(result, error)
+
+    # -- worker thread ----------------------------------------------------------------
+    def _run(self) -> None:
+        with httpx.Client(base_url=self.base, timeout=httpx.Timeout(3.0, connect=1.0),
+                          trust_env=False) as http:
+            while not self._stop.is_set():
+                self._poll(http)
+                try:
+                    job = self._jobs.get(timeout=self.interval)
+                except queue.Empty:
+                    continue
+                while job is not None:
+                    self._do(http, job)
+                    try:
+                        job = self._jobs.get_nowait()
+                    except queue.Empty:
+                        break
+                if job is None and self._stop.is_set():
+                    break
+
+    def _poll(self, http: httpx.Client) -> None:
+        try:
+            r = http.get("/v1/cluster")
+            r.raise_for_status()
+            cluster = r.json()
+        except (httpx.HTTPError, ValueError):
+            self._after = None  # re-attach: do not replay old events after a restart
+            self.clusterChanged.emit(None)
+            return
+        self.clusterChanged.emit(cluster)
+        try:
+            r = http.get("/v1/events", params={"after": self._after or 0})
+            r.raise_for_status()
+            data = r.json()
+        except (httpx.HTTPError, ValueError):
+            return
+        if self._after is None:
+            self._after = data["last_seq"]  # attach: only what happens from now on
+            return
+        if data["events"]:
+            self._after = data["events"][-1]["seq"]
+            self.eventsArrived.emit(data["events"])
+        elif data["last_seq"] < self._after:
+            self._after = data["last_seq"]  # the agent restarted
+
+    def _do(self, http: httpx.Client, job: tuple[int, str, str, Any]) -> None:
+        rid, method, path, (body, control) = job
+        headers = {}
+        if control:
+            token = read_token(self.state_dir)
+            if token is None:
+                self.replied.emit(rid, None, f"no control token in {self.state_dir}")
+                return
+            headers["authorization"] = f"Bearer {token}"
+        try:
+            r = http.request(method, path, json=body, headers=headers)
+            data = r.json()
+            if r.status_code >= 400:
+                self.replied.emit(rid, None, data.get("error") or f"HTTP {r.status_code}")
+                return
+            self.replied.emit(rid, data, None)
+        except (httpx.HTTPError, ValueError) as e:
+            self.replied.emit(rid, None, str(e) or type(e).__name__)

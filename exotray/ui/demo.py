@@ -1,0 +1,138 @@
+"""`exotray demo`: three real agents on loopback and the window on them.
+
+    demo-a ── demo-b ── demo-c       (mDNS off, --peer lists, loopback only)
+
+All three read the same loopback counters, so each gets its own demo capacity for `lo`:
+demo-a a small one (40 Mbit/s), the others a large one. With --saturate a paced UDP
+stream on loopback (to a sink socket of the demo's own, 97 % of demo-a's capacity, on
+for 20 s and off for 20 s) drives demo-a's link into saturation and out again, so the
+notification, the red edge and the charts can be seen working on one machine.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+log = logging.getLogger(__name__)
+
+SMALL_MBIT = 40.0
+LARGE_MBIT = 100_000.0
+
+
+def _free_port() -> int:
+    for _ in range(50):
+        with socket.socket() as t:
+            t.bind(("127.0.0.1", 0))
+            port = t.getsockname()[1]
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                try:
+                    u.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            return port
+    raise OSError("no free port on 127.0.0.1")
+
+
+class PacedStream(threading.Thread):
+    """UDP on loopback at a fixed rate, in on/off cycles, until stopped."""
+
+    def __init__(self, bytes_per_s: float, on_s: float = 20.0, off_s: float = 20.0) -> None:
+        super().__init__(name="demo-stream", daemon=True)
+        self.rate = bytes_per_s
+        self.on_s, self.off_s = on_s, off_s
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sink.bind(("127.0.0.1", 0))
+        sink.setblocking(False)
+        out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        chunk = b"\0" * 16_000
+        try:
+            while not self.stop_event.is_set():
+                start = time.monotonic()
+                sent = 0
+                while not self.stop_event.is_set() and time.monotonic() - start < self.on_s:
+                    due = (time.monotonic() - start) * self.rate
+                    while sent < due:
+                        out.sendto(chunk, sink.getsockname())
+                        sent += len(chunk)
+                    try:
+                        while sink.recv(65536):
+                            pass
+                    except BlockingIOError:
+                        pass
+                    time.sleep(0.005)
+                self.stop_event.wait(self.off_s)
+        finally:
+            sink.close()
+            out.close()
+
+
+def start_agents(tmp: Path) -> list[tuple[subprocess.Popen, int, Path]]:
+    ports = [_free_port() for _ in range(3)]
+    names = ["demo-a", "demo-b", "demo-c"]
+    peers = {0: [1], 1: [0, 2], 2: [1]}
+    agents = []
+    for i, name in enumerate(names):
+        state = tmp / name
+        (tmp / f"{name}.toml").write_text("# the demo's Preferences are saved here\n")
+        cap = SMALL_MBIT if i == 0 else LARGE_MBIT
+        args = [sys.executable, "-m", "exotray", "agent", "--name", name, "--bind", "127.0.0.1",
+                "--port", str(ports[i]), "--no-mdns", "--state-dir", str(state),
+                "--config", str(tmp / f"{name}.toml"), "--capacity", f"lo={cap:g}"]
+        for j in peers[i]:
+            args += ["--peer", f"127.0.0.1:{ports[j]}"]
+        agents.append((subprocess.Popen(args), ports[i], state))
+    return agents
+
+
+def main(saturate: bool = False, seconds: float = 0) -> int:
+    from exotray.ui.app import App
+
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    qapp = QApplication.instance() or QApplication(sys.argv[:1])
+    qapp.setApplicationName("exotray demo")
+    with tempfile.TemporaryDirectory(prefix="exotray-demo-") as tmpdir:
+        agents = start_agents(Path(tmpdir))
+        stream = None
+        app = None
+        try:
+            _, port, state = agents[0]
+            app = App(port=port, state_dir=state, manage_agent=False)
+            app.start()
+            app.open_window()
+            app.window.setWindowTitle("exotray demo — three agents on loopback")
+            app.window.destroyed.connect(qapp.quit)
+            app.tray.quitRequested.connect(qapp.quit)
+            if saturate:
+                stream = PacedStream(0.97 * SMALL_MBIT * 1e6 / 8)
+                stream.start()
+            if seconds:
+                QTimer.singleShot(int(seconds * 1000), app.quit)
+            qapp.setQuitOnLastWindowClosed(True)
+            return qapp.exec()
+        finally:
+            if app is not None:
+                app.client.stop()
+            if stream is not None:
+                stream.stop_event.set()
+                stream.join(2)
+            for proc, _, _ in agents:
+                proc.terminate()
+            for proc, _, _ in agents:
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()

@@ -1,0 +1,481 @@
+"""Details of one link: latency and bandwidth charts over time, and its current numbers.
+
+Charts are created once; new data only marks them dirty, and a QTimer at display rate
+(``REDRAW_HZ``) pushes it into the curves with ``setData``. Any number of samples that
+arrive between two frames cost one redraw.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any, Final
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from exotray.core import fmt
+from exotray.ui import theme
+
+#: the time ranges offered, in seconds, with their button text
+RANGES: Final[tuple[tuple[int, str], ...]] = ((60, "1 min"), (600, "10 min"), (3600, "1 h"))
+#: samples kept (one hour at the agents' 1 s interval)
+MAX_POINTS: Final = 3600
+REDRAW_HZ: Final = 20
+#: the numeric history columns, as /v1/history names them
+COLUMNS: Final = (
+    "t",
+    "rtt_ms",
+    "rtt_min_ms",
+    "rtt_max_ms",
+    "rx_bytes_per_s",
+    "tx_bytes_per_s",
+    "utilization",
+)
+#: rows of the numbers panel: key, caption
+NUMBER_ROWS: Final = (
+    ("rtt_ms", "RTT median"),
+    ("rtt_min_ms", "RTT min"),
+    ("rtt_max_ms", "RTT max"),
+    ("rtt_p90_ms", "RTT p90"),
+    ("jitter_ms", "Jitter"),
+    ("loss", "Loss"),
+    ("rx_bytes_per_s", "rx"),
+    ("tx_bytes_per_s", "tx"),
+    ("utilization", "Utilization"),
+    ("capacity", "Capacity"),
+)
+_AXIS_W: Final = 64
+
+
+def _floats(values: Any) -> np.ndarray:
+    """A float array with None (JSON null) as NaN."""
+    return np.array([math.nan if v is None else float(v) for v in values], dtype=float)
+
+
+def _chart(title: str) -> pg.PlotWidget:
+    w = pg.PlotWidget(background=theme.BACKGROUND, axisItems={"bottom": pg.DateAxisItem()})
+    w.setAntialiasing(True)
+    pi = w.getPlotItem()
+    pi.setMenuEnabled(False)
+    pi.hideButtons()
+    pi.setMouseEnabled(x=False, y=False)
+    pi.disableAutoRange()
+    pi.showGrid(x=True, y=True, alpha=0.12)
+    pi.setTitle(title, color=theme.TEXT_MUTED, size="9pt", justify="left")
+    pi.layout.setContentsMargins(4, 0, 10, 4)
+    font = QFont()
+    font.setPointSizeF(8)
+    for name in ("left", "bottom"):
+        ax = pi.getAxis(name)
+        ax.setPen(pg.mkPen(theme.GRID))
+        ax.setTextPen(pg.mkPen(theme.TEXT_MUTED))
+        ax.setStyle(tickFont=font, tickTextOffset=4)
+    pi.getAxis("left").setWidth(_AXIS_W)
+    w.setMinimumHeight(140)
+    return w
+
+
+class LinkDetails(QWidget):
+    """Latency and bandwidth of one link over time, with its current numbers."""
+
+    #: the selected time range in seconds (60, 600 or 3600), whenever it changes
+    rangeChanged = Signal(int)
+
+    def __init__(
+        self, parent: QWidget | None = None, threshold: float = theme.DEFAULT_THRESHOLD
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("LinkDetails")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.setStyleSheet(_STYLE)
+        self._threshold = threshold
+        self._range = RANGES[1][0]
+        self._link: dict[str, Any] | None = None
+        self._capacity: float | None = None
+        self._cols: dict[str, np.ndarray] = {c: np.zeros(0) for c in COLUMNS}
+        self._states: deque[str | None] = deque(maxlen=MAX_POINTS)
+        self._dirty = False
+        #: how many times the charts were redrawn (tests and benchmarks read it)
+        self.redraw_count = 0
+
+        # -- header: title, state, range switch ---------------------------------------
+        self._title = QLabel("No link selected")
+        self._title.setObjectName("title")
+        self._state = QLabel("")
+        self._state.setObjectName("state")
+        self._range_group = QButtonGroup(self)
+        self._range_group.setExclusive(True)
+        switch = QHBoxLayout()
+        switch.setSpacing(0)
+        self._range_buttons: dict[int, QPushButton] = {}
+        for i, (seconds, text) in enumerate(RANGES):
+            b = QPushButton(text)
+            b.setCheckable(True)
+            b.setChecked(seconds == self._range)
+            b.setCursor(Qt.CursorShape.PointingHandCursor)
+            b.setProperty("segment", "first" if i == 0 else "last" if i == len(RANGES) - 1
+                          else "middle")
+            self._range_group.addButton(b, seconds)
+            self._range_buttons[seconds] = b
+            switch.addWidget(b)
+        self._range_group.idClicked.connect(self.set_range)
+        header = QHBoxLayout()
+        header.addWidget(self._title)
+        header.addSpacing(8)
+        header.addWidget(self._state)
+        header.addStretch(1)
+        header.addLayout(switch)
+
+        # -- charts ---------------------------------------------------------------------
+        self.latency_plot = _chart("Latency")
+        self.bandwidth_plot = _chart("Interface traffic")
+        lat, bw = self.latency_plot.getPlotItem(), self.bandwidth_plot.getPlotItem()
+        lat.getAxis("left").setLabel("RTT", units="ms", color=theme.TEXT_MUTED)
+        lat.getAxis("left").enableAutoSIPrefix(False)
+        lat.getAxis("bottom").setStyle(showValues=False)
+        bw.getAxis("left").setLabel("rate", units="B/s", color=theme.TEXT_MUTED)
+        for ax in (lat.getAxis("left"), bw.getAxis("left")):
+            ax.label.setFont(QFont(ax.label.font().family(), 8))
+        bw.setXLink(lat)
+
+        self._rtt_min = pg.PlotCurveItem(pen=pg.mkPen(theme.with_alpha(theme.RTT_BAND, 0.9)))
+        self._rtt_max = pg.PlotCurveItem(pen=pg.mkPen(theme.with_alpha(theme.RTT_BAND, 0.9)))
+        self._band = pg.FillBetweenItem(
+            self._rtt_min, self._rtt_max, brush=pg.mkBrush(theme.with_alpha(theme.RTT_BAND, 0.45))
+        )
+        self._rtt = pg.PlotCurveItem(pen=pg.mkPen(theme.RTT_MEDIAN, width=2))
+        for z, item in ((0, self._band), (1, self._rtt_min), (1, self._rtt_max), (2, self._rtt)):
+            item.setZValue(z)
+            lat.addItem(item)
+        # legends live in the titles, where they cannot cover a curve or a line label
+        lat.setTitle(_title("Latency", [("line", theme.RTT_MEDIAN, "median"),
+                                        ("box", theme.RTT_BAND, "min – max")]))
+
+        self._rx = pg.PlotCurveItem(pen=pg.mkPen(theme.RX, width=1.8))
+        self._tx = pg.PlotCurveItem(pen=pg.mkPen(theme.TX, width=1.8))
+        self._capacity_line = pg.InfiniteLine(
+            angle=0, movable=False,
+            pen=pg.mkPen(theme.CAPACITY, width=1.2, style=Qt.PenStyle.DashLine),
+            label="capacity", labelOpts=_line_label(theme.CAPACITY, above=True),
+        )
+        self._threshold_line = pg.InfiniteLine(
+            angle=0, movable=False,
+            pen=pg.mkPen(theme.with_alpha(theme.THRESHOLD, 0.8), width=1.2,
+                         style=Qt.PenStyle.DotLine),
+            label="threshold", labelOpts=_line_label(theme.THRESHOLD, above=False),
+        )
+        for item in (self._rx, self._tx):
+            bw.addItem(item)
+        for item in (self._capacity_line, self._threshold_line):
+            bw.addItem(item, ignoreBounds=True)
+            item.setVisible(False)
+        bw.setTitle(_title("Interface traffic", [("line", theme.RX, "rx"),
+                                                  ("line", theme.TX, "tx")]))
+
+        charts = QVBoxLayout()
+        charts.setSpacing(6)
+        charts.addWidget(self.latency_plot, 1)
+        charts.addWidget(self.bandwidth_plot, 1)
+
+        # -- numbers ------------------------------------------------------------------------
+        panel = QFrame()
+        panel.setObjectName("numbers")
+        panel.setFixedWidth(250)
+        grid = QGridLayout(panel)
+        grid.setContentsMargins(14, 12, 14, 12)
+        grid.setHorizontalSpacing(12)
+        grid.setVerticalSpacing(5)
+        self._values: dict[str, QLabel] = {}
+        row = 0
+        for key, caption in NUMBER_ROWS:
+            if key in ("jitter_ms", "rx_bytes_per_s", "utilization"):
+                grid.addWidget(_rule(), row, 0, 1, 2)
+                row += 1
+            cap = QLabel(caption)
+            cap.setProperty("role", "caption")
+            value = QLabel(fmt.DASH)
+            value.setProperty("role", "value")
+            value.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            grid.addWidget(cap, row, 0)
+            grid.addWidget(value, row, 1)
+            self._values[key] = value
+            row += 1
+        grid.addWidget(_rule(), row, 0, 1, 2)
+        row += 1
+        self._interface = QLabel(fmt.DASH)
+        self._interface.setProperty("role", "value")
+        self._interface.setWordWrap(True)
+        self._note = QLabel("")
+        self._note.setProperty("role", "note")
+        self._note.setWordWrap(True)
+        grid.addWidget(self._interface, row, 0, 1, 2)
+        grid.addWidget(self._note, row + 1, 0, 1, 2)
+        grid.setRowStretch(row + 2, 1)
+        panel.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Preferred)
+
+        body = QHBoxLayout()
+        body.setSpacing(10)
+        body.addLayout(charts, 1)
+        body.addWidget(panel)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(12, 10, 12, 12)
+        outer.setSpacing(8)
+        outer.addLayout(header)
+        outer.addLayout(body, 1)
+
+        self._timer = QTimer(self)
+        self._timer.setInterval(round(1000 / REDRAW_HZ))
+        self._timer.timeout.connect(self._tick)
+        self.set_link(None)
+
+    # -- public API ------------------------------------------------------------------------
+    def set_link(self, link: dict[str, Any] | None, local_name: str | None = None) -> None:
+        """Show the current numbers of a link dict from the cluster view (None: none)."""
+        self._link = link
+        if link is None:
+            self._title.setText("No link selected")
+            self._state.setText("")
+            self._state.setVisible(False)
+            for label in self._values.values():
+                label.setText(fmt.DASH)
+            self._interface.setText("")
+            self._note.setText("Click a link in the map to see its latency and traffic.")
+            self._set_capacity(None)
+            return
+        peer = link.get("peer_name") or link.get("peer_address") or "?"
+        self._title.setText(f"{local_name} → {peer}" if local_name else f"→ {peer}")
+        state = link.get("state") or "unknown"
+        self._state.setText(state)
+        self._state.setVisible(True)
+        self._state.setStyleSheet(
+            f"color: white; background: {theme.state_color(state)};"
+            " border-radius: 8px; padding: 1px 8px; font-weight: 600;"
+        )
+        for key in ("rtt_ms", "rtt_min_ms", "rtt_max_ms", "rtt_p90_ms", "jitter_ms"):
+            self._values[key].setText(fmt.ms(link.get(key)))
+        self._values["loss"].setText(fmt.percent(link.get("loss")))
+        self._values["rx_bytes_per_s"].setText(fmt.rate(link.get("rx_bytes_per_s")))
+        self._values["tx_bytes_per_s"].setText(fmt.rate(link.get("tx_bytes_per_s")))
+        self._values["utilization"].setText(fmt.percent(link.get("utilization")))
+        cap = link.get("capacity_bytes_per_s")
+        source = link.get("capacity_source") or "unknown"
+        self._values["capacity"].setText(
+            fmt.capacity(cap) if cap is None else f"{fmt.capacity(cap)} ({source})"
+        )
+        iface = link.get("local_interface") or "?"
+        label = link.get("local_label") or iface
+        self._interface.setText(f"via {label} ({iface})")
+        self._note.setText(
+            f"Traffic shown is all traffic of the local interface {iface}, "
+            "not only this link's."
+        )
+        self._set_capacity(cap)
+
+    def set_history(self, hist: dict[str, Any]) -> None:
+        """Replace the charts' data with a /v1/history answer (the last MAX_POINTS rows)."""
+        n = len(hist.get("t", []))
+        cols = {}
+        for c in COLUMNS:
+            values = hist.get(c)
+            cols[c] = _floats(values)[-MAX_POINTS:] if values is not None else np.full(n, np.nan)
+        self._cols = cols
+        self._states = deque(hist.get("state", [None] * n)[-MAX_POINTS:], maxlen=MAX_POINTS)
+        self._mark_dirty()
+
+    def append(self, row: dict[str, Any]) -> None:
+        """Add one sample (history column keys). Samples not newer than the last are dropped."""
+        t = row.get("t")
+        if t is None:
+            return
+        ts = self._cols["t"]
+        if len(ts) and not float(t) > ts[-1]:
+            return
+        keep = MAX_POINTS - 1
+        for c in COLUMNS:
+            v = row.get(c)
+            self._cols[c] = np.append(self._cols[c][-keep:], math.nan if v is None else float(v))
+        self._states.append(row.get("state"))
+        self._mark_dirty()
+
+    def set_range(self, seconds: int) -> None:
+        """Show the last `seconds` (60, 600 or 3600); emits rangeChanged when it changes."""
+        if seconds not in self._range_buttons:
+            raise ValueError(f"range {seconds} s is not one of {[r for r, _ in RANGES]}")
+        self._range_buttons[seconds].setChecked(True)
+        if seconds == self._range:
+            return
+        self._range = seconds
+        self._mark_dirty()
+        self.rangeChanged.emit(seconds)
+
+    def range_seconds(self) -> int:
+        return self._range
+
+    def set_threshold(self, threshold: float) -> None:
+        self._threshold = threshold
+        self._set_capacity(self._capacity)
+
+    def flush(self) -> None:
+        """Redraw now if anything changed (the timer does this at REDRAW_HZ)."""
+        if self._dirty:
+            self._redraw()
+
+    # -- introspection (tests) ----------------------------------------------------------
+    def point_count(self) -> int:
+        return len(self._cols["t"])
+
+    def numbers(self) -> dict[str, str]:
+        """The numbers panel's texts by key (NUMBER_ROWS keys, plus "interface", "note")."""
+        out = {k: v.text() for k, v in self._values.items()}
+        out["interface"] = self._interface.text()
+        out["note"] = self._note.text()
+        out["title"] = self._title.text()
+        out["state"] = self._state.text()
+        return out
+
+    def range_buttons(self) -> dict[int, QPushButton]:
+        return dict(self._range_buttons)
+
+    def curves(self) -> dict[str, pg.PlotCurveItem]:
+        return {
+            "rtt": self._rtt, "rtt_min": self._rtt_min, "rtt_max": self._rtt_max,
+            "rx": self._rx, "tx": self._tx,
+        }
+
+    def band(self) -> pg.FillBetweenItem:
+        return self._band
+
+    def capacity_line(self) -> pg.InfiniteLine:
+        return self._capacity_line
+
+    def threshold_line(self) -> pg.InfiniteLine:
+        return self._threshold_line
+
+    def redraw_timer(self) -> QTimer:
+        return self._timer
+
+    # -- drawing ---------------------------------------------------------------------------
+    def _set_capacity(self, cap: float | None) -> None:
+        self._capacity = cap
+        known = cap is not None and cap > 0
+        self._capacity_line.setVisible(known)
+        self._threshold_line.setVisible(known)
+        if known:
+            assert cap is not None
+            self._capacity_line.setPos(cap)
+            self._capacity_line.label.setFormat(f"capacity {fmt.capacity(cap)}")
+            self._threshold_line.setPos(cap * self._threshold)
+            self._threshold_line.label.setFormat(f"threshold {fmt.percent(self._threshold)}")
+        self._mark_dirty()
+
+    def _mark_dirty(self) -> None:
+        self._dirty = True
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def _tick(self) -> None:
+        if self._dirty:
+            self._redraw()
+        else:
+            self._timer.stop()
+
+    def _redraw(self) -> None:
+        self._dirty = False
+        self.redraw_count += 1
+        c = self._cols
+        t = c["t"]
+        lo, hi = c["rtt_min_ms"].copy(), c["rtt_max_ms"].copy()
+        gap = ~(np.isfinite(lo) & np.isfinite(hi))
+        lo[gap] = hi[gap] = np.nan  # the band needs matching gaps on both sides
+        self._rtt.setData(t, c["rtt_ms"], connect="finite")
+        self._rtt_min.setData(t, lo, connect="finite")
+        self._rtt_max.setData(t, hi, connect="finite")
+        self._rx.setData(t, c["rx_bytes_per_s"], connect="finite")
+        self._tx.setData(t, c["tx_bytes_per_s"], connect="finite")
+
+        end = float(t[-1]) if len(t) else 0.0
+        start = end - self._range
+        lat, bw = self.latency_plot.getPlotItem(), self.bandwidth_plot.getPlotItem()
+        lat.setXRange(start, end, padding=0)
+        seen = t >= start
+        rtt_top = _top(hi[seen], c["rtt_ms"][seen])
+        lat.setYRange(0, (rtt_top or 1.0) * 1.12, padding=0)
+        rate_top = _top(c["rx_bytes_per_s"][seen], c["tx_bytes_per_s"][seen])
+        if self._capacity:
+            rate_top = max(rate_top or 0.0, self._capacity)
+        bw.setYRange(0, (rate_top or 1000.0) * 1.12, padding=0)
+
+
+def _top(*arrays: np.ndarray) -> float | None:
+    values = [a[np.isfinite(a)] for a in arrays]
+    values = [v for v in values if len(v)]
+    return float(max(v.max() for v in values)) if values else None
+
+
+def _line_label(color: str, above: bool) -> dict[str, Any]:
+    """Label at the left end of a horizontal line, just above or just below it."""
+    anchor = (0, 1) if above else (0, 0)
+    return {
+        "position": 0.01,
+        "anchors": [anchor, anchor],
+        "color": color,
+        "fill": theme.with_alpha(theme.BACKGROUND, 0.85),
+        "movable": False,
+    }
+
+
+def _title(text: str, keys: list[tuple[str, str, str]]) -> str:
+    """A chart title with its legend inline: ("line" | "box", colour, name) per series."""
+    parts = [f'<span style="color:{theme.TEXT}; font-weight:600">{text}</span>']
+    for shape, color, name in keys:
+        mark = "━" if shape == "line" else "■"
+        parts.append(
+            f'&nbsp;&nbsp;&nbsp;<span style="color:{color}">{mark}</span>'
+            f'<span style="color:{theme.TEXT_MUTED}">&nbsp;{name}</span>'
+        )
+    return "".join(parts)
+
+
+def _rule() -> QFrame:
+    rule = QFrame()
+    rule.setObjectName("rule")
+    rule.setFixedHeight(1)
+    return rule
+
+
+_STYLE = f"""
+#LinkDetails {{ background: {theme.BACKGROUND}; }}
+QLabel {{ color: {theme.TEXT}; font-size: 9pt; }}
+QLabel#title {{ font-size: 12pt; font-weight: 600; }}
+QFrame#numbers {{ background: {theme.PANEL}; border-radius: 8px; }}
+QFrame#rule {{ background: {theme.GRID}; }}
+QLabel[role="caption"] {{ color: {theme.TEXT_MUTED}; }}
+QLabel[role="value"] {{ font-weight: 600; }}
+QLabel[role="note"] {{ color: {theme.TEXT_MUTED}; font-size: 8pt; }}
+QPushButton {{
+    color: {theme.TEXT}; background: {theme.BACKGROUND}; border: 1px solid {theme.GRID};
+    padding: 3px 12px; font-size: 9pt; min-width: 44px;
+}}
+QPushButton[segment="first"] {{ border-top-left-radius: 6px; border-bottom-left-radius: 6px; }}
+QPushButton[segment="last"] {{ border-top-right-radius: 6px; border-bottom-right-radius: 6px; }}
+QPushButton:checked {{
+    color: white; background: {theme.ACCENT}; border-color: {theme.ACCENT};
+}}
+"""
+
+__all__ = ["MAX_POINTS", "RANGES", "LinkDetails"]

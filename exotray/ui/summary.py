@@ -1,0 +1,136 @@
+"""What the tray says, from a cluster view: health, menu lines, notification text.
+
+No Qt here: plain functions over the /v1/cluster dict, tested with tables of cases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from exotray.core import fmt
+
+HEALTH = ("ok", "warning", "alert", "offline")
+
+
+def own_links(cluster: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if not cluster or not cluster.get("nodes"):
+        return []
+    return list(cluster["nodes"][0].get("links", []))
+
+
+def health(cluster: dict[str, Any] | None, threshold: float = 0.9) -> str:
+    """offline: no agent answers; alert: a link saturated or down (a peer down);
+    warning: a link at or above the threshold (not yet saturated long enough), or loss;
+    ok otherwise."""
+    if cluster is None:
+        return "offline"
+    links = own_links(cluster)
+    if any(lk["state"] in ("saturated", "down") for lk in links):
+        return "alert"
+    for lk in links:
+        util = lk.get("utilization")
+        if (util is not None and util >= threshold) or (lk.get("loss") or 0) > 0:
+            return "warning"
+    return "ok"
+
+
+def _peer_key(link: dict[str, Any]) -> str:
+    return link.get("peer_id") or link["peer_address"]
+
+
+def _busiest(links: list[dict[str, Any]]) -> dict[str, Any]:
+    def load(lk: dict[str, Any]) -> tuple:
+        up = lk["state"] != "down"
+        util = lk.get("utilization")
+        rate = max(lk.get("rx_bytes_per_s") or 0, lk.get("tx_bytes_per_s") or 0)
+        return (up, util if util is not None else -1, rate)
+
+    return max(links, key=load)
+
+
+@dataclass(frozen=True)
+class PeerLine:
+    peer_key: str
+    link_id: str
+    text: str
+    state: str
+
+
+def peer_lines(cluster: dict[str, Any] | None) -> list[PeerLine]:
+    """One line per peer with its busiest link:
+    'studio-2 · Thunderbolt Bridge · 0.4 ms · 1.2 GB/s · 31 %'."""
+    by_peer: dict[str, list[dict[str, Any]]] = {}
+    for lk in own_links(cluster):
+        by_peer.setdefault(_peer_key(lk), []).append(lk)
+    lines = []
+    for key, links in by_peer.items():
+        lk = _busiest(links)
+        name = lk.get("peer_name") or lk["peer_address"]
+        if all(x["state"] == "down" for x in links):
+            text = f"{name} · down"
+        else:
+            rate = max(lk.get("rx_bytes_per_s") or 0, lk.get("tx_bytes_per_s") or 0)
+            parts = [name, lk.get("local_label") or lk.get("local_interface") or "?",
+                     fmt.ms(lk.get("rtt_ms")), fmt.rate(rate if lk.get("rx_bytes_per_s")
+                                                          is not None else None)]
+            if lk.get("utilization") is not None:
+                parts.append(fmt.percent(lk["utilization"]))
+            if lk["state"] == "saturated":
+                parts.append("saturated")
+            text = " · ".join(parts)
+        lines.append(PeerLine(key, lk["id"], text, lk["state"]))
+    lines.sort(key=lambda p: p.text.lower())
+    return lines
+
+
+def summary_line(cluster: dict[str, Any] | None, agent_state: str = "running") -> str:
+    """'3 peers · all links ok', '2 peers · 1 link saturated · 1 peer down', …"""
+    if cluster is None:
+        return {
+            "starting": "Starting the exotray agent…",
+            "restarting": "The exotray agent stopped; restarting it…",
+            "failed": "The exotray agent cannot start (see the log)",
+        }.get(agent_state, "No exotray agent is running")
+    links = own_links(cluster)
+    peers: dict[str, list[dict[str, Any]]] = {}
+    for lk in links:
+        peers.setdefault(_peer_key(lk), []).append(lk)
+    n = len(peers)
+    if n == 0:
+        return "No peers yet"
+    head = f"{n} peer{'s' if n != 1 else ''}"
+    down = sum(1 for ls in peers.values() if all(lk["state"] == "down" for lk in ls))
+    saturated = sum(1 for lk in links if lk["state"] == "saturated")
+    problems = []
+    if saturated:
+        problems.append(f"{saturated} link{'s' if saturated != 1 else ''} saturated")
+    if down:
+        problems.append(f"{down} peer{'s' if down != 1 else ''} down")
+    if not problems:
+        problems.append("all links ok")
+    paused = " · paused" if cluster.get("nodes", [{}])[0].get("paused") else ""
+    return " · ".join([head, *problems]) + paused
+
+
+def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | None:
+    """(title, body) for an agent event, or None if it is not worth a notification."""
+    peer = event.get("peer_name") or event.get("peer_id") or "a peer"
+    node = event.get("node") or self_name
+    label = event.get("local_label") or event.get("local_interface") or "its link"
+    kind = event.get("type")
+    if kind in ("link_saturated", "link_cleared"):
+        rate = max(event.get("rx_bytes_per_s") or 0, event.get("tx_bytes_per_s") or 0)
+        util = fmt.percent(event.get("utilization"))
+        cap = event.get("capacity_bytes_per_s")
+        of = f" of {fmt.capacity(cap)}" if cap else ""
+        if kind == "link_saturated":
+            return (f"Link saturated: {node} ⇄ {peer}",
+                    f"{label} at {util} ({fmt.rate(rate)}{of})")
+        return (f"Link back to normal: {node} ⇄ {peer}",
+                f"{label} at {util} ({fmt.rate(rate)}{of})")
+    if kind == "peer_down":
+        return (f"Peer down: {peer}", f"{node} gets no answer from {peer}")
+    if kind == "peer_up":
+        return (f"Peer up: {peer}", f"{node} reaches {peer} again")
+    return None

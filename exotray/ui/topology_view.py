@@ -1,0 +1,707 @@
+"""The cluster map: nodes on a circle, one edge per link, coloured by utilization.
+
+Drawing model (everything is created once and updated in place):
+
+* nodes: one ``ScatterPlotItem`` (all circles) and one ``TextItem`` label per node id;
+* edges: one ``PlotCurveItem`` per drawing class (calm, busy, hot, unknown, down) holding
+  every edge of that class as NaN-separated polylines (``connect="finite"``), so a
+  128-node full mesh (8128 edges) is five items, not 8128;
+* selection and hover: two wide translucent "halo" curves under the edges;
+* badges ("12.3 MB/s · 0.8 ms"): one ``TextItem`` per edge while the graph is small
+  (``BADGE_LIMIT`` edges); above that only the selected edge carries a badge, because
+  thousands of badges are an unreadable pile.
+
+Node positions are assigned once per set of node ids (self on top, the others clockwise
+by name, then id) and never move while that set is unchanged. Clicks and hovers are
+hit-tested in pixels against the drawn polylines (``HIT_PX`` either side of the line).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Final
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtGui import QCursor, QFont, QPen
+from PySide6.QtWidgets import QToolTip, QWidget
+
+from exotray.core import fmt, topology
+from exotray.core.topology import Edge, Node
+from exotray.ui import theme
+
+KINDS: Final = ("unknown", "calm", "busy", "hot", "down")
+#: per-edge badges are drawn while there are at most this many edges
+BADGE_LIMIT: Final = 24
+#: half-width of the clickable band around an edge, in pixels
+HIT_PX: Final = 6.0
+#: samples of a curved (parallel) edge
+CURVE_SAMPLES: Final = 25
+#: control-point offset between neighbouring parallel edges, as a fraction of the length
+PARALLEL_SPREAD: Final = 0.36
+#: where along an edge a badge may sit, tried in order when the middle is taken
+BADGE_SLOTS: Final = (0.5, 0.4, 0.6, 0.32, 0.68, 0.25, 0.75)
+#: label distance from the node centre, in view units (the circle has radius 1)
+LABEL_GAP: Final = 0.1
+#: margin around the node circle, in view units, so that labels fit
+VIEW_MARGIN: Final = 0.36
+
+
+def _layout(nodes: Sequence[Node]) -> dict[str, tuple[float, float]]:
+    """Deterministic positions on the unit circle: self on top, the rest clockwise."""
+    selfs = [n for n in nodes if n.is_self]
+    others = sorted((n for n in nodes if not n.is_self), key=lambda n: (n.name, n.id))
+    order = selfs[:1] + others + selfs[1:]
+    count = len(order)
+    if count == 1:
+        return {order[0].id: (0.0, 0.0)}
+    # two nodes read best side by side; otherwise the first one sits at the top
+    start = math.pi if count == 2 else math.pi / 2
+    out = {}
+    for i, n in enumerate(order):
+        angle = start - 2 * math.pi * i / count
+        out[n.id] = (round(math.cos(angle), 12), round(math.sin(angle), 12))
+    return out
+
+
+def _bezier(p0: np.ndarray, c: np.ndarray, p2: np.ndarray, t: np.ndarray) -> np.ndarray:
+    t = t[:, None]
+    return (1 - t) ** 2 * p0 + 2 * t * (1 - t) * c + t**2 * p2
+
+
+class TopologyView(pg.PlotWidget):
+    """The cluster's nodes and links; click an edge to select its link."""
+
+    #: the primary link id of the edge the user clicked
+    linkSelected = Signal(str)
+
+    def __init__(
+        self, parent: QWidget | None = None, threshold: float = theme.DEFAULT_THRESHOLD
+    ) -> None:
+        super().__init__(parent=parent, background=theme.BACKGROUND)
+        self._threshold = threshold
+        self.setAntialiasing(True)
+        self.setMinimumSize(240, 180)
+        pi = self.getPlotItem()
+        pi.hideAxis("left")
+        pi.hideAxis("bottom")
+        pi.hideButtons()
+        pi.setMenuEnabled(False)
+        pi.layout.setContentsMargins(4, 4, 4, 4)
+        self._vb: pg.ViewBox = pi.getViewBox()
+        self._vb.setMouseEnabled(x=False, y=False)
+        self._vb.setAspectLocked(True)
+        self._vb.disableAutoRange()
+        self._vb.setRange(xRange=(-1.4, 1.4), yRange=(-1.4, 1.4), padding=0)
+
+        self._label_font = QFont()
+        self._label_font.setPointSizeF(10)
+        self._badge_font = QFont()
+        self._badge_font.setPointSizeF(9)
+
+        # -- items, created once --------------------------------------------------------
+        self._halo_sel = pg.PlotCurveItem(
+            pen=pg.mkPen(theme.with_alpha(theme.ACCENT, 0.35), width=11), connect="finite"
+        )
+        self._halo_hover = pg.PlotCurveItem(
+            pen=pg.mkPen(theme.with_alpha(theme.ACCENT, 0.16), width=11), connect="finite"
+        )
+        self._curves: dict[str, pg.PlotCurveItem] = {}
+        for kind in KINDS:
+            self._curves[kind] = pg.PlotCurveItem(pen=self._edge_pen(kind, 2.5), connect="finite")
+        self._node_item = pg.ScatterPlotItem(pxMode=True, hoverable=False)
+        self._focus_badge = self._new_badge()
+        self._focus_badge.setVisible(False)
+        for z, item in (
+            (-2, self._halo_hover),
+            (-1, self._halo_sel),
+            (10, self._node_item),
+            (21, self._focus_badge),
+        ):
+            item.setZValue(z)
+            self._vb.addItem(item, ignoreBounds=True)
+        for i, kind in enumerate(KINDS):
+            self._curves[kind].setZValue(i)
+            self._vb.addItem(self._curves[kind], ignoreBounds=True)
+        self._legend = pg.LegendItem(
+            colCount=len(KINDS), labelTextColor=theme.TEXT_MUTED, labelTextSize="8pt",
+            horSpacing=14, brush=pg.mkBrush(theme.with_alpha(theme.BACKGROUND, 0.9)),
+        )
+        self._legend.setParentItem(self._vb)
+        self._legend.anchor(itemPos=(0, 1), parentPos=(0, 1), offset=(8, -6))
+        self._legend_samples = {k: pg.PlotDataItem(pen=self._edge_pen(k, 2.5)) for k in KINDS}
+        self._fill_legend()
+        self._labels: dict[str, pg.TextItem] = {}
+        self._label_html: dict[str, str] = {}
+        self._label_geom: dict[str, tuple[Any, ...]] = {}
+        self._badges: dict[str, pg.TextItem] = {}
+
+        # -- model --------------------------------------------------------------------
+        self._nodes: list[Node] = []
+        self._edges: list[Edge] = []
+        self._pos: dict[str, tuple[float, float]] = {}
+        self._pos_ids: frozenset[str] = frozenset()
+        self._node_sig: tuple[Any, ...] | None = None
+        self._node_px = 30.0
+        self._geom_sig: tuple[Any, ...] | None = None
+        self._ctrl = np.zeros((0, 3, 2))  # per edge: start, control point, end
+        self._paths: list[np.ndarray] = []  # per edge: polyline + a NaN row
+        self._seg0 = np.zeros((0, 2))
+        self._seg1 = np.zeros((0, 2))
+        self._seg_edge = np.zeros(0, dtype=np.int64)
+        self._edge_index: dict[str, int] = {}  # any link id -> index in self._edges
+        self._kinds: list[str] = []
+        self._style_sig: tuple[Any, ...] | None = None
+        self._selected_id: str | None = None
+        self._hover: int | None = None
+        self._hover_node: str | None = None
+
+        scene = self.scene()
+        scene.sigMouseClicked.connect(self._on_click)
+        scene.sigMouseMoved.connect(self._on_move)
+        self._vb.sigResized.connect(self._place_badges)
+
+    # -- public API ------------------------------------------------------------------------
+    @property
+    def threshold(self) -> float:
+        return self._threshold
+
+    def set_threshold(self, threshold: float) -> None:
+        self._threshold = threshold
+        self._style_sig = None
+        self._fill_legend()
+        if self._edges:
+            self._restyle()
+
+    def set_cluster(self, cluster: dict[str, Any]) -> None:
+        """Show a /v1/cluster view. Positions only change when the set of nodes does."""
+        nodes, edges = topology.build(cluster)
+        self._nodes, self._edges = nodes, edges
+        self._edge_index = {lid: i for i, e in enumerate(edges) for lid in e.link_ids}
+        self._update_layout(nodes)
+        self._update_nodes(nodes)
+        self._update_geometry(edges)
+        self._restyle()
+        self._update_badges()
+        self._update_selection()
+        if self._hover is not None and self._hover >= len(edges):
+            self._set_hover(None)
+
+    def select_link(self, link_id: str | None) -> None:
+        """Highlight the edge that carries `link_id` (either end's id); no signal."""
+        self._selected_id = link_id
+        self._update_selection()
+
+    def selected_link(self) -> str | None:
+        """The selected link id: the one passed to select_link, or the clicked edge's."""
+        return self._selected_id
+
+    def edge_scene_pos(self, link_id: str) -> QPointF:
+        """The middle of the edge carrying `link_id`, in scene coordinates."""
+        x, y = self.edge_midpoint(link_id)
+        return self._vb.mapViewToScene(QPointF(x, y))
+
+    # -- introspection (tests, tooltips) -----------------------------------------------
+    def edges(self) -> list[Edge]:
+        return list(self._edges)
+
+    def nodes(self) -> list[Node]:
+        return list(self._nodes)
+
+    def node_positions(self) -> dict[str, tuple[float, float]]:
+        return dict(self._pos)
+
+    def edge_for(self, link_id: str) -> Edge:
+        return self._edges[self._index(link_id)]
+
+    def edge_midpoint(self, link_id: str) -> tuple[float, float]:
+        """The middle of the drawn edge (t = 0.5 on its curve), in view coordinates."""
+        p0, c, p2 = self._ctrl[self._index(link_id)]
+        m = 0.25 * p0 + 0.5 * c + 0.25 * p2
+        return float(m[0]), float(m[1])
+
+    def edge_kind(self, link_id: str) -> str:
+        return self._kinds[self._index(link_id)]
+
+    def edge_pen(self, link_id: str) -> QPen:
+        """The pen the edge is drawn with (its class's curve item)."""
+        return QPen(self._curves[self.edge_kind(link_id)].opts["pen"])
+
+    def curve_items(self) -> dict[str, pg.PlotCurveItem]:
+        return dict(self._curves)
+
+    def node_item(self) -> pg.ScatterPlotItem:
+        return self._node_item
+
+    def label_item(self, node_id: str) -> pg.TextItem:
+        return self._labels[node_id]
+
+    def badge_item(self, link_id: str) -> pg.TextItem | None:
+        """The badge showing the edge's numbers, if one is drawn."""
+        edge = self.edge_for(link_id)
+        badge = self._badges.get(edge.key)
+        if badge is not None:
+            return badge
+        sel = self._selected_index()
+        if sel is not None and self._edges[sel].key == edge.key:
+            return self._focus_badge
+        return None
+
+    def badge_text(self, link_id: str) -> str:
+        return self._badge_text(self.edge_for(link_id))
+
+    def edge_tooltip(self, link_id: str) -> str:
+        return self._tooltip(self.edge_for(link_id))
+
+    def selection_halo(self) -> pg.PlotCurveItem:
+        return self._halo_sel
+
+    def _fill_legend(self) -> None:
+        calm = min(theme.CALM_BELOW, self._threshold)
+        names = {
+            "calm": f"&lt; {fmt.percent(calm)}",
+            "busy": f"&lt; {fmt.percent(self._threshold)}",
+            "hot": f"≥ {fmt.percent(self._threshold)}",
+            "unknown": "capacity unknown",
+            "down": "down",
+        }
+        self._legend.clear()
+        for kind in ("calm", "busy", "hot", "unknown", "down"):
+            self._legend.addItem(self._legend_samples[kind], names[kind])
+
+    # -- layout and nodes --------------------------------------------------------------
+    def _update_layout(self, nodes: list[Node]) -> None:
+        ids = frozenset(n.id for n in nodes)
+        if ids == self._pos_ids:
+            return
+        self._pos_ids = ids
+        self._pos = _layout(nodes)
+        count = len(nodes)
+        self._node_px = 30.0 if count <= 12 else max(9.0, 30.0 * 12 / count)
+        self._label_font.setPointSizeF(10 if count <= 12 else 8 if count <= 40 else 7)
+        if self._pos:
+            xs = [p[0] for p in self._pos.values()]
+            ys = [p[1] for p in self._pos.values()]
+            m = VIEW_MARGIN if count <= 12 else VIEW_MARGIN + 0.2
+            self._vb.setRange(
+                xRange=(min(xs) - m - 0.2, max(xs) + m + 0.2),
+                yRange=(min(ys) - m, max(ys) + m),
+                padding=0,
+            )
+        self._node_sig = None
+        self._geom_sig = None
+
+    def _update_nodes(self, nodes: list[Node]) -> None:
+        sig = (*((n.id, n.is_self, n.known, n.reachable) for n in nodes), self._node_px)
+        if sig != self._node_sig:
+            self._node_sig = sig
+            spots = []
+            for n in nodes:
+                fill, ring, width, style = self._node_style(n)
+                size = self._node_px * (1.15 if n.is_self else 1.0)
+                spots.append(
+                    {
+                        "pos": self._pos[n.id],
+                        "size": size,
+                        "brush": pg.mkBrush(fill),
+                        "pen": pg.mkPen(ring, width=width, style=style),
+                        "symbol": "o",
+                        "data": n.id,
+                    }
+                )
+            self._node_item.setData(spots)
+        radial = len(nodes) > 12
+        for n in nodes:
+            label = self._labels.get(n.id)
+            if label is None:
+                label = pg.TextItem(anchor=(0.5, 0.5))
+                label.setZValue(11)
+                self._vb.addItem(label, ignoreBounds=True)
+                self._labels[n.id] = label
+            html = self._label_markup(n, compact=radial)
+            if html != self._label_html.get(n.id):
+                label.setHtml(html)
+                self._label_html[n.id] = html
+            geom = self._label_geometry(n.id, radial)
+            if geom != self._label_geom.get(n.id):
+                self._label_geom[n.id] = geom
+                pos, angle, anchor, _size = geom
+                label.setFont(self._label_font)
+                label.setAngle(angle)
+                label.setAnchor(anchor)
+                label.setPos(*pos)
+        for nid in set(self._labels) - {n.id for n in nodes}:
+            self._vb.removeItem(self._labels.pop(nid))
+            self._label_html.pop(nid, None)
+            self._label_geom.pop(nid, None)
+
+    def _label_geometry(
+        self, node_id: str, radial: bool
+    ) -> tuple[tuple[float, float], float, tuple[float, float], float]:
+        """(position, angle in degrees, anchor, font size) of a node's name."""
+        x, y = self._pos[node_id]
+        size = self._label_font.pointSizeF()
+        if not (x or y):
+            return (0.0, -LABEL_GAP), 0.0, (0.5, 0.0), size
+        angle = math.atan2(y, x)
+        gap = 1 + LABEL_GAP / math.hypot(x, y)
+        pos = (x * gap, y * gap)
+        if radial:
+            # crowded circles: names point outward along the radius
+            left = math.cos(angle) < -1e-9
+            deg = math.degrees(angle) + (180 if left else 0)
+            return pos, deg, ((1.0, 0.5) if left else (0.0, 0.5)), size
+        anchor = ((1 - math.cos(angle)) / 2, (1 + math.sin(angle)) / 2)
+        return pos, 0.0, anchor, size
+
+    @staticmethod
+    def _node_style(n: Node) -> tuple[str, str, float, Qt.PenStyle]:
+        if not n.known:
+            return theme.NODE_UNKNOWN, theme.NODE_UNKNOWN_RING, 1.5, Qt.PenStyle.DotLine
+        if not n.reachable:
+            return theme.NODE_UNREACHABLE, theme.NODE_UNREACHABLE_RING, 2.0, Qt.PenStyle.DashLine
+        if n.is_self:
+            return theme.NODE_SELF, theme.NODE_SELF_RING, 2.5, Qt.PenStyle.SolidLine
+        return theme.NODE_PEER, theme.NODE_PEER_RING, 1.5, Qt.PenStyle.SolidLine
+
+    @staticmethod
+    def _label_markup(n: Node, compact: bool) -> str:
+        name = _esc(n.name)
+        if n.is_self:
+            head = f'<span style="color:{theme.ACCENT_DARK}; font-weight:600">{name}</span>'
+        elif not n.known or not n.reachable:
+            head = f'<span style="color:{theme.TEXT_MUTED}">{name}</span>'
+        else:
+            head = f'<span style="color:{theme.TEXT}; font-weight:600">{name}</span>'
+        if compact:
+            return head
+        if not n.known:
+            note = "not seen yet"
+        elif not n.reachable:
+            age = f" · {n.age_s:.0f} s ago" if n.age_s is not None else ""
+            note = f"unreachable{age}"
+        elif n.is_self:
+            note = "this machine"
+        else:
+            return f'<div style="text-align:center">{head}</div>'
+        return (
+            f'<div style="text-align:center">{head}<br>'
+            f'<span style="color:{theme.TEXT_FAINT}; font-size:8pt">{note}</span></div>'
+        )
+
+    # -- edges -------------------------------------------------------------------------
+    def _update_geometry(self, edges: list[Edge]) -> None:
+        sig = tuple((e.key, e.a, e.b, e.index, e.count) for e in edges)
+        if sig == self._geom_sig:
+            return
+        self._geom_sig = sig
+        n = len(edges)
+        ctrl = np.zeros((n, 3, 2))
+        curved = np.zeros(n, dtype=bool)
+        for i, e in enumerate(edges):
+            a, b = (e.a, e.b) if e.a <= e.b else (e.b, e.a)  # one side for every parallel
+            pa, pb = np.array(self._pos[a]), np.array(self._pos[b])
+            d = pb - pa
+            off = (e.index - (e.count - 1) / 2) * min(PARALLEL_SPREAD, 0.9 / max(e.count - 1, 1))
+            normal = np.array([-d[1], d[0]])
+            ctrl[i] = (pa, (pa + pb) / 2 + off * normal, pb)
+            curved[i] = off != 0
+        self._ctrl = ctrl
+        nan = np.full((1, 2), np.nan)
+        ts = np.linspace(0.0, 1.0, CURVE_SAMPLES)
+        paths: list[np.ndarray] = []
+        for i in range(n):
+            p0, c, p2 = ctrl[i]
+            pts = _bezier(p0, c, p2, ts) if curved[i] else ctrl[i, [0, 2]]
+            paths.append(np.vstack([pts, nan]))
+        self._paths = paths
+        if paths:
+            allp = np.concatenate(paths)
+            owner = np.concatenate([np.full(len(p), i) for i, p in enumerate(paths)])
+            s0, s1 = allp[:-1], allp[1:]
+            ok = np.isfinite(s0).all(axis=1) & np.isfinite(s1).all(axis=1)
+            self._seg0, self._seg1, self._seg_edge = s0[ok], s1[ok], owner[:-1][ok]
+        else:
+            self._seg0 = self._seg1 = np.zeros((0, 2))
+            self._seg_edge = np.zeros(0, dtype=np.int64)
+        self._style_sig = None
+
+    def _edge_pen(self, kind: str, width: float, alpha: float = 1.0) -> QPen:
+        color = theme.KIND_COLOR[kind]
+        pen = pg.mkPen(theme.with_alpha(color, alpha), width=width)
+        pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+        if kind == "down":
+            pen.setCapStyle(Qt.PenCapStyle.FlatCap)
+            pen.setStyle(Qt.PenStyle.DashLine)
+        return pen
+
+    def _restyle(self) -> None:
+        kinds = [theme.link_kind(e.state, e.utilization, self._threshold) for e in self._edges]
+        self._kinds = kinds
+        n = len(self._edges)
+        width = 3.0 if n <= 60 else 1.5 if n <= 500 else 1.0
+        alpha = 1.0 if n <= 500 else 0.55
+        sig = (tuple(kinds), width, alpha, self._geom_sig is not None and id(self._paths))
+        if sig == self._style_sig:
+            return
+        self._style_sig = sig
+        groups: dict[str, list[np.ndarray]] = {k: [] for k in KINDS}
+        for path, kind in zip(self._paths, kinds, strict=True):
+            groups[kind].append(path)
+        for kind, item in self._curves.items():
+            pen = self._edge_pen(kind, width, alpha)
+            if item.opts["pen"] != pen:
+                item.setPen(pen)
+            if groups[kind]:
+                pts = np.concatenate(groups[kind])
+                item.setData(pts[:, 0], pts[:, 1], connect="finite")
+            else:
+                item.setData([], [])
+
+    # -- badges --------------------------------------------------------------------------
+    def _new_badge(self) -> pg.TextItem:
+        badge = pg.TextItem(
+            anchor=(0.5, 0.5),
+            color=theme.TEXT,
+            fill=pg.mkBrush(theme.with_alpha(theme.BACKGROUND, 0.94)),
+            border=pg.mkPen(theme.GRID, width=1),
+        )
+        badge.setFont(self._badge_font)
+        return badge
+
+    @staticmethod
+    def _badge_text(edge: Edge) -> str:
+        return f"{fmt.rate(edge.rate_bytes_per_s)} · {fmt.ms(edge.rtt_ms)}"
+
+    def _style_badge(self, badge: pg.TextItem, edge: Edge, kind: str, selected: bool) -> None:
+        text = self._badge_text(edge)
+        color = theme.TEXT_MUTED if kind in ("down", "unknown") else theme.TEXT
+        if badge.toPlainText() != text or badge.color != pg.mkColor(color):
+            badge.setText(text, color)
+        border_color = theme.ACCENT if selected else theme.KIND_COLOR[kind]
+        border = pg.mkPen(border_color, width=2 if selected else 1)
+        if kind == "down":
+            border.setStyle(Qt.PenStyle.DashLine)
+        if badge.border != border:
+            badge.border = border
+            badge.update()
+
+    def _update_badges(self) -> None:
+        per_edge = len(self._edges) <= BADGE_LIMIT
+        keep = {e.key for e in self._edges} if per_edge else set()
+        for key in set(self._badges) - keep:
+            self._vb.removeItem(self._badges.pop(key))
+        sel = self._selected_index()
+        if per_edge:
+            for i, e in enumerate(self._edges):
+                badge = self._badges.get(e.key)
+                if badge is None:
+                    badge = self._new_badge()
+                    badge.setZValue(20)
+                    self._vb.addItem(badge, ignoreBounds=True)
+                    self._badges[e.key] = badge
+                self._style_badge(badge, e, self._kinds[i], i == sel)
+            self._focus_badge.setVisible(False)
+        elif sel is not None:
+            self._style_badge(self._focus_badge, self._edges[sel], self._kinds[sel], True)
+            self._focus_badge.setVisible(True)
+        else:
+            self._focus_badge.setVisible(False)
+        self._place_badges()
+
+    def _pixel(self) -> float | None:
+        """Size of a screen pixel in view units, None before the view has a size."""
+        if self._vb.width() < 10 or self._vb.height() < 10:
+            return None
+        px, py = self._vb.viewPixelSize()
+        return max(px, py) if px > 0 and py > 0 else None
+
+    def _place_badges(self) -> None:
+        """Badges at the middle of their edge, slid along it when the middle is taken."""
+        px = self._pixel()
+        sel = self._selected_index()
+        if not self._badges:
+            if sel is not None and self._focus_badge.isVisible():
+                self._focus_badge.setPos(*self.edge_midpoint(self._edges[sel].link_ids[0]))
+            return
+        taken: list[tuple[float, float, float, float]] = []  # x0, y0, x1, y1, view units
+        if px is not None:
+            r = (self._node_px / 2 + 3) * px
+            taken = [(x - r, y - r, x + r, y + r) for x, y in self._pos.values()]
+        slots = np.array(BADGE_SLOTS)
+        order = sorted(range(len(self._edges)), key=lambda i: (i != sel, i))
+        for i in order:
+            badge = self._badges.get(self._edges[i].key)
+            if badge is None:
+                continue
+            p0, c, p2 = self._ctrl[i]
+            cands = _bezier(p0, c, p2, slots)
+            best = cands[0]
+            if px is not None:
+                rect = badge.textItem.boundingRect()
+                hw, hh = (rect.width() / 2 + 3) * px, (rect.height() / 2 + 2) * px
+                for x, y in cands:
+                    box = (x - hw, y - hh, x + hw, y + hh)
+                    if not any(_overlap(box, t) for t in taken):
+                        best = np.array([x, y])
+                        break
+                taken.append((best[0] - hw, best[1] - hh, best[0] + hw, best[1] + hh))
+            badge.setPos(float(best[0]), float(best[1]))
+
+    # -- selection and hover ---------------------------------------------------------------
+    def _index(self, link_id: str) -> int:
+        try:
+            return self._edge_index[link_id]
+        except KeyError:
+            raise KeyError(f"no edge carries link {link_id!r}") from None
+
+    def _selected_index(self) -> int | None:
+        return None if self._selected_id is None else self._edge_index.get(self._selected_id)
+
+    def _update_selection(self) -> None:
+        sel = self._selected_index()
+        if sel is None:
+            self._halo_sel.setData([], [])
+        else:
+            pts = self._paths[sel]
+            self._halo_sel.setData(pts[:, 0], pts[:, 1], connect="finite")
+        if self._kinds:
+            self._update_badges()
+
+    def _set_hover(self, index: int | None) -> None:
+        if index == self._hover:
+            return
+        self._hover = index
+        if index is None:
+            self._halo_hover.setData([], [])
+        else:
+            pts = self._paths[index]
+            self._halo_hover.setData(pts[:, 0], pts[:, 1], connect="finite")
+
+    def _node_at(self, scene_pos: QPointF) -> str | None:
+        px = self._pixel()
+        if px is None or not self._pos:
+            return None
+        p = self._vb.mapSceneToView(scene_pos)
+        ids = list(self._pos)
+        xy = np.array([self._pos[i] for i in ids])
+        d = np.hypot(xy[:, 0] - p.x(), xy[:, 1] - p.y())
+        k = int(np.argmin(d))
+        return ids[k] if d[k] <= (self._node_px / 2 + 2) * px else None
+
+    def _edge_at(self, scene_pos: QPointF) -> int | None:
+        """The edge under a scene point: its badge, or within HIT_PX of its line."""
+        for key, badge in self._badges.items():
+            if badge.isVisible() and badge.mapRectToScene(badge.boundingRect()).contains(
+                scene_pos
+            ):
+                return next(i for i, e in enumerate(self._edges) if e.key == key)
+        sel = self._selected_index()
+        if sel is not None and self._focus_badge.isVisible():
+            fb = self._focus_badge
+            if fb.mapRectToScene(fb.boundingRect()).contains(scene_pos):
+                return sel
+        px = self._pixel()
+        if px is None or not len(self._seg_edge) or self._node_at(scene_pos) is not None:
+            return None
+        p = self._vb.mapSceneToView(scene_pos)
+        q = np.array([p.x(), p.y()])
+        d = self._seg1 - self._seg0
+        ll = np.einsum("ij,ij->i", d, d)
+        t = np.clip(np.einsum("ij,ij->i", q - self._seg0, d) / np.where(ll > 0, ll, 1), 0, 1)
+        dist = np.hypot(*(self._seg0 + t[:, None] * d - q).T)
+        k = int(np.argmin(dist))
+        return int(self._seg_edge[k]) if dist[k] <= HIT_PX * px else None
+
+    def _on_click(self, ev: Any) -> None:
+        if ev.button() != Qt.MouseButton.LeftButton:
+            return
+        index = self._edge_at(ev.scenePos())
+        if index is None:
+            return
+        link_id = self._edges[index].primary["id"]
+        self._selected_id = link_id
+        self._update_selection()
+        self.linkSelected.emit(link_id)
+
+    def _on_move(self, scene_pos: QPointF) -> None:
+        index = self._edge_at(scene_pos)
+        node = self._node_at(scene_pos) if index is None else None
+        self._set_hover(index)
+        if index is None and node is None:
+            if self._hover_node is not None or QToolTip.isVisible():
+                QToolTip.hideText()
+            self._hover_node = None
+            self.viewport().unsetCursor()
+            return
+        if index is not None:
+            self.viewport().setCursor(Qt.CursorShape.PointingHandCursor)
+            text = self._tooltip(self._edges[index])
+        else:
+            self.viewport().unsetCursor()
+            text = self._node_tooltip(node)
+        self._hover_node = node
+        QToolTip.showText(QCursor.pos(), text, self.viewport())
+
+    # -- tooltips ------------------------------------------------------------------------
+    def _name(self, node_id: str) -> str:
+        return next((n.name for n in self._nodes if n.id == node_id), node_id)
+
+    def _tooltip(self, edge: Edge) -> str:
+        p = edge.primary
+        state = edge.state
+        rows = [
+            ("RTT", f"{fmt.ms(p.get('rtt_ms'))} median · {fmt.ms(p.get('rtt_min_ms'))} min"
+                    f" · {fmt.ms(p.get('rtt_max_ms'))} max"),
+            ("Jitter", fmt.ms(p.get("jitter_ms"))),
+            ("Loss", fmt.percent(p.get("loss"))),
+            ("rx / tx", f"{fmt.rate(p.get('rx_bytes_per_s'))} / "
+                        f"{fmt.rate(p.get('tx_bytes_per_s'))}"),
+            ("Utilization", fmt.percent(edge.utilization)),
+            ("Capacity", f"{fmt.capacity(p.get('capacity_bytes_per_s'))}"
+                         f" ({p.get('capacity_source') or 'unknown'})"),
+            ("Interface", f"{edge.label} ({p.get('local_interface') or '?'})"),
+        ]
+        if edge.reverse is not None:
+            r = edge.reverse
+            rows.append((
+                f"{_esc(self._name(edge.b))} end",
+                f"{r.get('local_label') or '?'} ({r.get('local_interface') or '?'}),"
+                f" {fmt.ms(r.get('rtt_ms'))}",
+            ))
+        body = "".join(
+            f'<tr><td style="color:{theme.TEXT_MUTED}; padding-right:10px">{k}</td>'
+            f"<td>{_esc(v)}</td></tr>"
+            for k, v in rows
+        )
+        head = (
+            f"<b>{_esc(self._name(edge.a))} ⇄ {_esc(self._name(edge.b))}</b>"
+            f' &nbsp;<span style="color:{theme.state_color(state)}">{_esc(state)}</span>'
+        )
+        return f"{head}<table>{body}</table>"
+
+    def _node_tooltip(self, node_id: str | None) -> str:
+        n = next((n for n in self._nodes if n.id == node_id), None)
+        if n is None:
+            return ""
+        if not n.known:
+            status = "no snapshot yet"
+        elif not n.reachable:
+            status = "unreachable" + (f", data {n.age_s:.1f} s old" if n.age_s is not None else "")
+        else:
+            status = "reachable"
+        me = " (this machine)" if n.is_self else ""
+        return f"<b>{_esc(n.name)}</b>{me}<br>{status}<br>id {_esc(n.id)}"
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+__all__ = ["BADGE_LIMIT", "TopologyView"]

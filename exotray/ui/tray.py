@@ -1,0 +1,114 @@
+"""The tray / menu-bar icon and its menu (rebuilt each time it opens)."""
+
+from __future__ import annotations
+
+import importlib.resources
+import sys
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QAction, QIcon
+from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+
+from exotray.ui import summary
+
+_icons: dict[tuple[str, bool], QIcon] = {}
+
+
+def icon_path(name: str) -> str:
+    """A real file path for a packaged icon (works from a checkout, a wheel or a bundle)."""
+    res = importlib.resources.files("exotray.resources.icons").joinpath(name)
+    # Package data of a regular install is a file on disk; as_file covers zip imports too
+    # but would delete its temporary copy, so prefer the direct path when there is one.
+    return str(res)
+
+
+def tray_icon(state: str, template: bool = sys.platform == "darwin") -> QIcon:
+    """Icon for a health state; on macOS a template (mask) image that follows the menu bar."""
+    if state not in summary.HEALTH:
+        state = "offline"
+    key = (state, template)
+    if key not in _icons:
+        icon = QIcon(icon_path(f"tray-{state}{'-template' if template else ''}.svg"))
+        if template:
+            icon.setIsMask(True)
+        _icons[key] = icon
+    return _icons[key]
+
+
+def app_icon() -> QIcon:
+    return QIcon(icon_path("exotray.svg"))
+
+
+class Tray(QObject):
+    openDashboard = Signal(str)  # a link id to show, or "" for the window as it was
+    pauseToggled = Signal(bool)
+    preferencesRequested = Signal()
+    quitRequested = Signal()
+
+    def __init__(self, parent: QObject | None = None, threshold: float = 0.9) -> None:
+        super().__init__(parent)
+        self.threshold = threshold
+        self.cluster: dict[str, Any] | None = None
+        self.agent_state = "starting"
+        self.state = "offline"
+        self.icon = QSystemTrayIcon(tray_icon("offline"), self)
+        self.menu = QMenu()
+        self.menu.aboutToShow.connect(self.rebuild_menu)
+        self.icon.setContextMenu(self.menu)
+        self.icon.activated.connect(self._activated)
+        self.rebuild_menu()
+        self._update_icon()
+
+    def show(self) -> None:
+        self.icon.show()
+
+    def hide(self) -> None:
+        self.icon.hide()
+
+    def update(self, cluster: dict[str, Any] | None, agent_state: str | None = None) -> None:
+        self.cluster = cluster
+        if agent_state is not None:
+            self.agent_state = agent_state
+        self._update_icon()
+
+    def _update_icon(self) -> None:
+        state = summary.health(self.cluster, self.threshold)
+        if state != self.state:
+            self.state = state
+            self.icon.setIcon(tray_icon(state))
+        self.icon.setToolTip(f"exotray — {summary.summary_line(self.cluster, self.agent_state)}")
+
+    def rebuild_menu(self) -> None:
+        m = self.menu
+        m.clear()
+        head = m.addAction(summary.summary_line(self.cluster, self.agent_state))
+        head.setEnabled(False)
+        lines = summary.peer_lines(self.cluster)
+        if lines:
+            m.addSeparator()
+        for line in lines:
+            act = m.addAction(line.text)
+            act.setData(line.link_id)
+            act.triggered.connect(lambda _=False, lid=line.link_id: self.openDashboard.emit(lid))
+        m.addSeparator()
+        m.addAction("Open Dashboard", lambda: self.openDashboard.emit(""))
+        pause = QAction("Pause Monitoring", m)
+        pause.setCheckable(True)
+        paused = bool(self.cluster and self.cluster["nodes"][0].get("paused"))
+        pause.setChecked(paused)
+        pause.setEnabled(self.cluster is not None)
+        pause.toggled.connect(self.pauseToggled.emit)
+        m.addAction(pause)
+        m.addAction("Preferences…", self.preferencesRequested.emit)
+        m.addSeparator()
+        m.addAction("Quit exotray", self.quitRequested.emit)
+
+    def menu_texts(self) -> list[str]:
+        """The menu as the user reads it (for tests and the status line)."""
+        return [a.text() for a in self.menu.actions() if not a.isSeparator()]
+
+    def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
+        # A left click opens the window on Linux; on macOS a click opens the menu.
+        if reason == QSystemTrayIcon.ActivationReason.Trigger and sys.platform != "darwin":
+            self.openDashboard.emit("")

@@ -1,0 +1,28 @@
+"""Qt tests run offscreen with real widgets (pytest-qt)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def cluster() -> dict:
+    return json.loads((FIXTURES / "cluster.json").read_text())
+
+
+@pytest.fixture
+def history() -> dict:
+    return json.loads((FIXTURES / "history.json").read_text())
+
+
+@pytest.fixture
+def events() -> list[dict]:
+    return json.loads((FIXTURES / "events.json").read_text())["events"]

@@ -1,0 +1,202 @@
+"""LinkDetails with the recorded /v1/history fixture: real widgets, offscreen."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyqtgraph")
+pytest.importorskip("pytestqt")
+
+import pyqtgraph as pg
+
+from exotray.ui import theme
+from exotray.ui.link_view import MAX_POINTS, LinkDetails
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SHOTS = Path("/tmp/xt-shots")
+
+
+@pytest.fixture
+def history() -> dict[str, Any]:
+    return json.loads((FIXTURES / "history.json").read_text())
+
+
+@pytest.fixture
+def link(history: dict[str, Any]) -> dict[str, Any]:
+    cluster = json.loads((FIXTURES / "cluster.json").read_text())
+    return next(lk for n in cluster["nodes"] for lk in n["links"] if lk["id"] == history["link"])
+
+
+@pytest.fixture
+def details(qtbot: Any, link: dict, history: dict) -> LinkDetails:
+    w = LinkDetails()
+    qtbot.addWidget(w)
+    w.resize(1000, 520)
+    w.show()
+    qtbot.waitExposed(w)
+    w.set_link(link, local_name="studio-1")
+    w.set_history(history)
+    w.flush()
+    return w
+
+
+def test_curves_have_the_history(details: LinkDetails, history: dict) -> None:
+    n = len(history["t"])
+    assert n == 32
+    for name, curve in details.curves().items():
+        xs, ys = curve.getData()
+        assert len(xs) == n, name
+    xs, ys = details.curves()["rtt"].getData()
+    assert np.allclose(xs, history["t"])
+    assert np.allclose(ys, history["rtt_ms"])
+    assert np.allclose(details.curves()["tx"].getData()[1], history["tx_bytes_per_s"])
+
+
+def test_band_spans_min_to_max(details: LinkDetails, history: dict) -> None:
+    band = details.band()
+    assert isinstance(band, pg.FillBetweenItem)
+    assert band.scene() is details.latency_plot.scene()
+    assert not band.path().isEmpty()
+    rect = band.path().boundingRect()
+    assert rect.top() == pytest.approx(min(history["rtt_min_ms"]), rel=1e-6)
+    assert rect.bottom() == pytest.approx(max(history["rtt_max_ms"]), rel=1e-6)
+
+
+def test_capacity_and_threshold_lines(details: LinkDetails, link: dict) -> None:
+    cap = link["capacity_bytes_per_s"]
+    assert details.capacity_line().isVisible()
+    assert details.capacity_line().value() == pytest.approx(cap)
+    assert details.threshold_line().value() == pytest.approx(0.9 * cap)
+    assert details.capacity_line().angle == 0
+    assert "50 Mbit/s" in details.capacity_line().label.toPlainText()
+    details.set_threshold(0.8)
+    assert details.threshold_line().value() == pytest.approx(0.8 * cap)
+
+
+def test_lines_hidden_when_capacity_unknown(details: LinkDetails, link: dict) -> None:
+    details.set_link(dict(link, capacity_bytes_per_s=None, capacity_source="unknown",
+                          utilization=None))
+    assert not details.capacity_line().isVisible()
+    assert not details.threshold_line().isVisible()
+    assert details.numbers()["capacity"] == "unknown"
+    assert details.numbers()["utilization"] == "–"
+
+
+def test_range_switch_changes_visible_x_range(qtbot: Any, details: LinkDetails,
+                                              history: dict) -> None:
+    end = history["t"][-1]
+    vb = details.latency_plot.getPlotItem().getViewBox()
+    assert details.range_seconds() == 600
+    (x0, x1), _ = vb.viewRange()
+    assert x1 == pytest.approx(end) and x1 - x0 == pytest.approx(600)
+
+    with qtbot.waitSignal(details.rangeChanged, timeout=1000) as blocker:
+        qtbot.mouseClick(details.range_buttons()[60], pg.QtCore.Qt.MouseButton.LeftButton)
+    assert blocker.args == [60]
+    qtbot.waitUntil(lambda: vb.viewRange()[0][1] - vb.viewRange()[0][0] == pytest.approx(60),
+                    timeout=1000)
+    assert details.range_buttons()[60].isChecked()
+    # the bandwidth chart follows (linked x)
+    bx0, bx1 = details.bandwidth_plot.getPlotItem().getViewBox().viewRange()[0]
+    assert bx1 - bx0 == pytest.approx(60)
+
+    details.set_range(3600)
+    details.flush()
+    (x0, x1), _ = vb.viewRange()
+    assert x1 - x0 == pytest.approx(3600)
+    with pytest.raises(ValueError):
+        details.set_range(5)
+
+
+def test_append_adds_a_point_and_caps(qtbot: Any, details: LinkDetails, history: dict) -> None:
+    t = history["t"][-1] + 1.0
+    row = {c: history[c][-1] for c in history if isinstance(history[c], list)}
+    row.update(t=t, rtt_ms=42.0)
+    details.append(row)
+    qtbot.waitUntil(lambda: len(details.curves()["rtt"].getData()[0]) == 33, timeout=1000)
+    assert details.curves()["rtt"].getData()[1][-1] == 42.0
+    details.append(dict(row, rtt_ms=1.0))  # not newer: dropped
+    details.flush()
+    assert details.point_count() == 33
+    # the buffer holds one hour at most
+    for i in range(MAX_POINTS + 10):
+        details.append(dict(row, t=t + 1 + i))
+    details.flush()
+    assert details.point_count() == MAX_POINTS
+    assert len(details.curves()["rx"].getData()[0]) == MAX_POINTS
+
+
+def test_redraw_is_timer_driven_and_coalesced(qtbot: Any, details: LinkDetails,
+                                              history: dict) -> None:
+    qtbot.waitUntil(lambda: not details.redraw_timer().isActive(), timeout=1000)
+    before = details.redraw_count
+    row = {c: history[c][-1] for c in history if isinstance(history[c], list)}
+    for i in range(20):
+        details.append(dict(row, t=history["t"][-1] + 1 + i))
+    assert details.redraw_count == before  # nothing drawn per sample
+    assert details.redraw_timer().isActive()
+    qtbot.waitUntil(lambda: details.point_count() == 52
+                    and len(details.curves()["rtt"].getData()[0]) == 52, timeout=1000)
+    qtbot.waitUntil(lambda: not details.redraw_timer().isActive(), timeout=1000)
+    assert details.redraw_count == before + 1
+
+
+def test_numbers_panel(details: LinkDetails) -> None:
+    n = details.numbers()
+    assert n["title"] == "studio-1 → studio-2"
+    assert n["state"] == "saturated"
+    assert n["rtt_ms"] == "159 ms"
+    assert n["rtt_min_ms"] == "60.0 ms"
+    assert n["rtt_max_ms"] == "200 ms"
+    assert n["rtt_p90_ms"] == "197 ms"
+    assert n["jitter_ms"] == "6.4 ms"
+    assert n["loss"] == "0 %"
+    assert n["rx_bytes_per_s"] == "141 kB/s"
+    assert n["tx_bytes_per_s"] == "6.3 MB/s"
+    assert n["utilization"] == "101 %"
+    assert n["capacity"] == "50 Mbit/s (override)"
+    assert n["interface"] == "via Virtual (xt1a)"
+    assert "xt1a" in n["note"] and "interface" in n["note"]
+
+
+def test_no_link(qtbot: Any) -> None:
+    w = LinkDetails()
+    qtbot.addWidget(w)
+    w.set_link(None)
+    w.set_history({"t": [], "rtt_ms": []})
+    w.flush()
+    assert w.numbers()["title"] == "No link selected"
+    assert all(len(c.getData()[0] if c.getData()[0] is not None else []) == 0
+               for c in w.curves().values())
+    assert not w.capacity_line().isVisible()
+
+
+def test_gaps_stay_gaps(details: LinkDetails, history: dict) -> None:
+    h = dict(history)
+    h["rtt_ms"] = list(history["rtt_ms"])
+    h["rtt_min_ms"] = list(history["rtt_min_ms"])
+    h["rtt_ms"][5] = None
+    h["rtt_min_ms"][6] = None
+    details.set_history(h)
+    details.flush()
+    ys = details.curves()["rtt"].getData()[1]
+    assert np.isnan(ys[5])
+    assert np.isnan(details.curves()["rtt_max"].getData()[1][6])  # band gap on both sides
+
+
+def test_axis_is_real_time(details: LinkDetails) -> None:
+    for plot in (details.latency_plot, details.bandwidth_plot):
+        assert isinstance(plot.getPlotItem().getAxis("bottom"), pg.DateAxisItem)
+    assert details.curves()["rtt"].opts["pen"].color() == pg.mkColor(theme.RTT_MEDIAN)
+
+
+def test_screenshot(qtbot: Any, details: LinkDetails) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    details.set_range(60)
+    details.flush()
+    assert details.grab().save(str(SHOTS / "link_details.png"))

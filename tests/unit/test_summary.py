@@ -1,0 +1,81 @@
+"""Tray health, menu lines and notification text, from the recorded lab cluster view."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from exotray.ui.summary import health, notification, peer_lines, summary_line
+
+FIX = Path(__file__).parent.parent / "qt" / "fixtures"
+CLUSTER = json.loads((FIX / "cluster.json").read_text())
+EVENTS = json.loads((FIX / "events.json").read_text())["events"]
+
+
+def _with_links(**change):
+    c = copy.deepcopy(CLUSTER)
+    for lk in c["nodes"][0]["links"]:
+        lk.update(change)
+    return c
+
+
+@pytest.mark.parametrize(
+    ("cluster", "expected"),
+    [
+        pytest.param(None, "offline", id="no-agent"),
+        pytest.param(CLUSTER, "alert", id="recorded: saturated and down"),
+        pytest.param(_with_links(state="up", utilization=0.2, loss=0.0), "ok", id="all-ok"),
+        pytest.param(_with_links(state="up", utilization=0.93, loss=0.0), "warning",
+                     id="over-threshold-not-yet-saturated"),
+        pytest.param(_with_links(state="up", utilization=None, loss=0.0), "ok",
+                     id="unknown-capacity-is-not-a-warning"),
+        pytest.param(_with_links(state="up", utilization=0.1, loss=0.05), "warning", id="loss"),
+        pytest.param(_with_links(state="down", utilization=None, loss=1.0), "alert", id="down"),
+        pytest.param({"self": "x", "nodes": [{"node": {}, "links": []}]}, "ok", id="no-peers"),
+    ],
+)
+def test_health(cluster, expected):
+    assert health(cluster) == expected
+
+
+def test_menu_from_recorded_cluster():
+    assert summary_line(CLUSTER) == "2 peers · 1 link saturated · 1 peer down"
+    lines = peer_lines(CLUSTER)
+    assert [ln.text for ln in lines] == [
+        "gpu-3 · down",
+        "studio-2 · Virtual · 159 ms · 6.3 MB/s · 101 % · saturated",
+    ]
+    # The busiest of studio-2's two links is the saturated one, and the line knows it.
+    sat = next(lk for lk in CLUSTER["nodes"][0]["links"] if lk["state"] == "saturated")
+    assert lines[1].link_id == sat["id"]
+
+
+@pytest.mark.parametrize(
+    ("cluster", "state", "expected"),
+    [
+        (None, "starting", "Starting the exotray agent…"),
+        (None, "restarting", "The exotray agent stopped; restarting it…"),
+        (None, "stopped", "No exotray agent is running"),
+        ({"self": "x", "nodes": [{"node": {}, "links": []}]}, "running", "No peers yet"),
+        (_with_links(state="up", utilization=0.1), "running", "2 peers · all links ok"),
+    ],
+)
+def test_summary_line(cluster, state, expected):
+    assert summary_line(cluster, state) == expected
+
+
+def test_notification_text_names_both_nodes_interface_utilization_and_rate():
+    sat = next(e for e in EVENTS if e["type"] == "link_saturated")
+    title, body = notification(sat, "studio-1")
+    assert title == f"Link saturated: studio-1 ⇄ {sat['peer_name']}"
+    assert body.startswith(f"{sat['local_label']} at ")
+    assert "%" in body and "MB/s" in body and "50 Mbit/s" in body
+    cleared = {**sat, "type": "link_cleared", "utilization": 0.1}
+    assert notification(cleared, "studio-1")[0].startswith("Link back to normal")
+    down = next(e for e in EVENTS if e["type"] == "peer_down")
+    assert notification(down, "studio-1") == ("Peer down: gpu-3",
+                                              "studio-1 gets no answer from gpu-3")
+    assert notification({"type": "something_else"}, "x") is None
