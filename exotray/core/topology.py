@@ -83,8 +83,9 @@ def _peer_node_id(link: dict[str, Any]) -> str:
 def build(cluster: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
     self_id = cluster.get("self")
     nodes: dict[str, Node] = {}
-    # interface name -> addresses, per node, to find the far end of a link
-    addrs: dict[str, dict[str, set[str]]] = {}
+    # per node: which of its interfaces owns an address, and its links by (peer, iface)
+    owner: dict[str, dict[str, str]] = {}
+    back: dict[str, dict[tuple[str | None, str | None], list[dict[str, Any]]]] = {}
     for snap in cluster.get("nodes", []):
         nid = snap["node"]["id"]
         nodes[nid] = Node(
@@ -95,7 +96,12 @@ def build(cluster: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
             reachable=bool(snap.get("reachable", True)),
             age_s=snap.get("age_s"),
         )
-        addrs[nid] = {i["name"]: set(i.get("addresses", [])) for i in snap.get("interfaces", [])}
+        owner[nid] = {a: i["name"] for i in snap.get("interfaces", [])
+                      for a in i.get("addresses", [])}
+        idx: dict[tuple[str | None, str | None], list[dict[str, Any]]] = defaultdict(list)
+        for lk in snap.get("links", []):
+            idx[(lk.get("peer_id"), lk.get("local_interface"))].append(lk)
+        back[nid] = idx
 
     used: set[tuple[str, str]] = set()  # (node id, link id) already part of an edge
     edges: list[Edge] = []
@@ -108,7 +114,11 @@ def build(cluster: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
             if b not in nodes:
                 nodes[b] = Node(b, link.get("peer_name") or link["peer_address"], False,
                                 False, False, None)
-            reverse = _find_reverse(cluster, a, b, link, addrs.get(b, {}), used)
+            reverse = None
+            b_iface = owner.get(b, {}).get(link["peer_address"])
+            if b_iface is not None:
+                reverse = next((o for o in back[b].get((a, b_iface), [])
+                                if (b, o["id"]) not in used), None)
             used.add((a, link["id"]))
             if reverse is not None:
                 used.add((b, reverse["id"]))
@@ -119,37 +129,12 @@ def build(cluster: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
     groups: dict[frozenset[str], list[int]] = defaultdict(list)
     for i, e in enumerate(edges):
         groups[frozenset((e.a, e.b))].append(i)
-    for idx in groups.values():
-        idx.sort(key=lambda i: edges[i].key)
-        for n, i in enumerate(idx):
+    for idx_list in groups.values():
+        idx_list.sort(key=lambda i: edges[i].key)
+        for n, i in enumerate(idx_list):
             e = edges[i]
-            edges[i] = Edge(e.key, e.a, e.b, e.primary, e.reverse, n, len(idx), e.link_ids)
+            edges[i] = Edge(e.key, e.a, e.b, e.primary, e.reverse, n, len(idx_list), e.link_ids)
     return list(nodes.values()), edges
-
-
-def _find_reverse(
-    cluster: dict[str, Any],
-    a: str,
-    b: str,
-    link: dict[str, Any],
-    b_ifaces: dict[str, set[str]],
-    used: set[tuple[str, str]],
-) -> dict[str, Any] | None:
-    """b's link back to a over the interface that owns the address a probes."""
-    b_iface = next((n for n, ads in b_ifaces.items() if link["peer_address"] in ads), None)
-    if b_iface is None:
-        return None
-    for snap in cluster.get("nodes", []):
-        if snap["node"]["id"] != b:
-            continue
-        for other in snap.get("links", []):
-            if (
-                (b, other["id"]) not in used
-                and other.get("peer_id") == a
-                and other.get("local_interface") == b_iface
-            ):
-                return other
-    return None
 
 
 def find_edge(edges: list[Edge], link_id: str) -> Edge | None:
