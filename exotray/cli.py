@@ -217,7 +217,11 @@ def cmd_tray(args: argparse.Namespace) -> int:
         return 2
     from exotray.ui.app import main as tray_main
 
-    return tray_main(port=args.port)
+    agent_args = ["--no-mdns"] if args.no_mdns else []
+    if args.state_dir:
+        agent_args += ["--state-dir", args.state_dir]
+    return tray_main(port=args.port, agent_args=agent_args,
+                     state_dir=Path(args.state_dir) if args.state_dir else None)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -236,6 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"exotray {__version__}")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help="the local agent's port (tray app)")
+    parser.add_argument("--no-mdns", action="store_true",
+                        help="start the local agent with mDNS off (tray app)")
+    parser.add_argument("--state-dir", metavar="DIR",
+                        help="the local agent's state dir (tray app; default: platform's)")
     sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help="three agents on loopback and the window, to try it out")
     demo.add_argument("--saturate", action="store_true",

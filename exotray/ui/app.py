@@ -60,7 +60,7 @@ class App(QObject):
     def start(self) -> None:
         if not QSystemTrayIcon.isSystemTrayAvailable():
             log.warning("no system tray is available (on GNOME: install the AppIndicator "
-                        "extension); use Open Dashboard from `exotray window` instead")
+                        "extension); the dashboard window opens instead")
         self.tray.show()
         if self.supervisor is not None:
             self.supervisor.start()
@@ -143,15 +143,18 @@ class App(QObject):
         self.tray.threshold = settings["threshold"]
 
 
-def main(port: int = DEFAULT_PORT, agent_args: list[str] | None = None) -> int:
+def main(port: int = DEFAULT_PORT, agent_args: list[str] | None = None,
+         state_dir: Path | None = None) -> int:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     qapp.setApplicationName("exotray")
     qapp.setApplicationDisplayName("exotray")
     qapp.setQuitOnLastWindowClosed(False)  # closing the window keeps the tray
     qapp.setWindowIcon(app_icon())
-    app = App(port=port, agent_args=agent_args)
+    app = App(port=port, agent_args=agent_args, state_dir=state_dir)
     app.start()
     # Ctrl-C / SIGTERM quit cleanly (and stop the agent); a timer lets Python see them.
     for sig in (signal.SIGINT, signal.SIGTERM):

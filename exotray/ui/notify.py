@@ -1,0 +1,304 @@
+"""Desktop notifications: freedesktop D-Bus on Linux, native on macOS, tray balloon otherwise.
+
+Linux: ``QSystemTrayIcon.showMessage`` does not go through D-Bus while the icon lives in an
+XEmbed tray, so we call ``org.freedesktop.Notifications.Notify`` ourselves and listen for
+``ActionInvoked`` to learn about clicks.
+
+PySide6 QtDBus cannot express the argument types Notify needs through the usual
+``QDBusMessage.setArguments``: a Python int becomes ``int32`` (never ``uint32``), an empty list
+becomes ``av`` (not ``as``), ``QDBusVariant(1)`` inside a dict becomes a variant *of a variant*,
+``QDBusArgument << int`` writes ``uint16`` and no Python value converts to a ``byte``. GDBus
+based daemons (dunst, GNOME) check the signature ``(susssasa{sv}i)`` strictly and reject the
+call. So the call goes through Qt's own typed meta-call path instead:
+
+* a ``QDBusInterface`` metaobject for the interface is built once from our own introspection
+  XML (annotated so ``a{sv}`` maps to ``QVariantMap``; Qt caches interface metaobjects per
+  interface name, so the proxy to the real daemon reuses it), then
+* ``QMetaObject.invokeMethod(iface, "Notify", Q_ARG("uint", 0), ...)`` marshals C++-typed
+  arguments, and the hints map is built in C++ memory from a ``QDataStream`` so that
+  ``urgency`` is a real ``QVariant(uchar)`` -> ``variant byte``.
+
+That call blocks for at most ``DBUS_TIMEOUT_MS`` (a local round trip takes ~10 ms).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import sys
+
+from PySide6.QtCore import (
+    Q_ARG,
+    Q_RETURN_ARG,
+    ClassInfo,
+    QByteArray,
+    QDataStream,
+    QGenericArgumentHolder,
+    QIODevice,
+    QMetaObject,
+    QMetaType,
+    QObject,
+    Qt,
+    Signal,
+    Slot,
+)
+from PySide6.QtWidgets import QSystemTrayIcon
+
+log = logging.getLogger(__name__)
+
+SERVICE = "org.freedesktop.Notifications"
+PATH = "/org/freedesktop/Notifications"
+IFACE = "org.freedesktop.Notifications"
+DBUS_TIMEOUT_MS = 1500
+URGENCY = {"low": 0, "normal": 1, "critical": 2}
+_SEED_PATH = "/org/exotray/NotificationsIntrospection"
+_TYPED_NOTIFY = b"Notify(QString,uint,QString,QString,QString,QStringList,QVariantMap,int)"
+
+_INTROSPECTION = f"""  <interface name="{IFACE}">
+    <method name="Notify">
+      <arg name="app_name" type="s" direction="in"/>
+      <arg name="replaces_id" type="u" direction="in"/>
+      <arg name="app_icon" type="s" direction="in"/>
+      <arg name="summary" type="s" direction="in"/>
+      <arg name="body" type="s" direction="in"/>
+      <arg name="actions" type="as" direction="in"/>
+      <arg name="hints" type="a{{sv}}" direction="in"/>
+      <annotation name="org.qtproject.QtDBus.QtTypeName.In6" value="QVariantMap"/>
+      <arg name="expire_timeout" type="i" direction="in"/>
+      <arg name="id" type="u" direction="out"/>
+    </method>
+    <method name="CloseNotification">
+      <arg name="id" type="u" direction="in"/>
+    </method>
+    <signal name="ActionInvoked">
+      <arg name="id" type="u"/>
+      <arg name="action_key" type="s"/>
+    </signal>
+    <signal name="NotificationClosed">
+      <arg name="id" type="u"/>
+      <arg name="reason" type="u"/>
+    </signal>
+  </interface>
+"""
+
+
+@ClassInfo({"D-Bus Interface": IFACE, "D-Bus Introspection": _INTROSPECTION})
+class _IntrospectionSeed(QObject):
+    """Exported on our own connection only so Qt can read typed introspection from it."""
+
+
+def _dbus():
+    from PySide6 import QtDBus  # imported lazily: QtDBus is absent on some platforms
+
+    return QtDBus
+
+
+def detect_backend(connection=None) -> str:
+    """Return "dbus" when a notification daemon is on the session bus, "macos" on macOS with pyobjc,
+    else "tray". `connection` (a QDBusConnection) defaults to the session bus."""
+    if sys.platform == "darwin":
+        return "macos" if importlib.util.find_spec("Foundation") else "tray"
+    try:
+        qtdbus = _dbus()
+        bus = connection if connection is not None else qtdbus.QDBusConnection.sessionBus()
+        if not bus.isConnected():
+            return "tray"
+        reply = bus.interface().isServiceRegistered(SERVICE)
+        return "dbus" if reply.isValid() and bool(reply.value()) else "tray"
+    except Exception:  # no QtDBus, no bus: fall back quietly
+        return "tray"
+
+
+def _hints_holder(urgency: int) -> QGenericArgumentHolder:
+    """A QVariantMap {"urgency": QVariant(uchar)} built in C++ memory (see module doc)."""
+    buf = QByteArray()
+    out = QDataStream(buf, QIODevice.OpenModeFlag.WriteOnly)
+    out.setVersion(QDataStream.Version.Qt_6_0)
+    out.writeUInt32(1)  # map size
+    out.writeQString("urgency")
+    out.writeUInt32(QMetaType.Type.UChar.value)  # QVariant: type id, is-null flag, value
+    out.writeInt8(0)
+    out.writeUInt8(urgency)
+    mt = QMetaType(QMetaType.Type.QVariantMap)
+    ptr = mt.create()
+    src = QDataStream(buf)
+    src.setVersion(QDataStream.Version.Qt_6_0)
+    if not mt.load(src, ptr):
+        mt.destroy(ptr)
+        raise RuntimeError("could not build the hints map")
+    return QGenericArgumentHolder(mt, ptr)  # the holder owns and destroys ptr
+
+
+class Notifier(QObject):
+    """Shows notifications; emits `activated(key)` when the user clicks one."""
+
+    activated = Signal(str)
+
+    def __init__(
+        self,
+        tray: QSystemTrayIcon | None = None,
+        app_name: str = "exotray",
+        parent: QObject | None = None,
+        *,
+        backend: str | None = None,
+        connection=None,
+    ) -> None:
+        super().__init__(parent)
+        self.app_name = app_name
+        self._tray = tray
+        self._conn = connection
+        self._iface = None
+        self._seed: QObject | None = None
+        self._keys: dict[int, str] = {}
+        self._last_key: str | None = None
+        self._logged: set[str] = set()
+        self._closed = False
+        self.backend: str = backend or detect_backend(connection)
+        if self.backend == "dbus" and not self._setup_dbus():
+            self.backend = "tray"
+        if tray is not None:
+            tray.messageClicked.connect(self._on_message_clicked)
+
+    # ------------------------------------------------------------------ public
+
+    def notify(self, title: str, body: str, key: str | None = None,
+               urgency: str = "normal") -> None:  # fmt: skip
+        """Show a notification. Never raises; each kind of failure is logged once."""
+        if self._closed:
+            return
+        try:
+            if self.backend == "dbus" and self._notify_dbus(title, body, key, urgency):
+                return
+            if self.backend == "macos" and self._notify_macos(title, body, key):
+                return
+            self._notify_tray(title, body, key, urgency)
+        except Exception as exc:
+            self._log_once("notify", "notification failed: %s", exc)
+
+    def close(self) -> None:
+        """Stop listening for clicks and forget pending notifications."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._iface is not None:
+            bus = self._bus()
+            for member, slot in (("ActionInvoked", "_on_action_invoked(QDBusMessage)"),
+                                 ("NotificationClosed", "_on_closed(QDBusMessage)")):  # fmt: skip
+                with contextlib.suppress(Exception):
+                    bus.disconnect(SERVICE, PATH, IFACE, member, self, f"1{slot}")
+            self._iface = None
+        if self._tray is not None:
+            with contextlib.suppress(RuntimeError, TypeError):
+                self._tray.messageClicked.disconnect(self._on_message_clicked)
+        self._keys.clear()
+        self._last_key = None
+
+    # ------------------------------------------------------------------ D-Bus
+
+    def _bus(self):
+        return self._conn if self._conn is not None else _dbus().QDBusConnection.sessionBus()
+
+    def _setup_dbus(self) -> bool:
+        try:
+            qtdbus = _dbus()
+            bus = self._bus()
+            # Seed Qt's per-interface metaobject cache with typed introspection (see module doc).
+            self._seed = _IntrospectionSeed(self)
+            bus.registerObject(_SEED_PATH, self._seed,
+                               qtdbus.QDBusConnection.RegisterOption.ExportAllContents)  # fmt: skip
+            qtdbus.QDBusInterface(bus.baseService(), _SEED_PATH, IFACE, bus)
+            iface = qtdbus.QDBusInterface(SERVICE, PATH, IFACE, bus, self)
+            mo = iface.metaObject()
+            sigs = {mo.method(i).methodSignature().data() for i in range(mo.methodCount())}
+            if _TYPED_NOTIFY not in sigs:
+                self._log_once("dbus-types", "D-Bus Notify has no typed signature (%s); "
+                               "using tray balloons", sorted(sigs))  # fmt: skip
+                return False
+            iface.setTimeout(DBUS_TIMEOUT_MS)
+            ok = bus.connect(SERVICE, PATH, IFACE, "ActionInvoked", self,
+                             "1_on_action_invoked(QDBusMessage)")  # fmt: skip
+            bus.connect(SERVICE, PATH, IFACE, "NotificationClosed", self,
+                        "1_on_closed(QDBusMessage)")  # fmt: skip
+            if not ok:
+                self._log_once("dbus-signal", "cannot listen for ActionInvoked; clicks ignored")
+            self._iface = iface
+            return True
+        except Exception as exc:
+            self._log_once("dbus-setup", "D-Bus notifications unavailable: %s", exc)
+            return False
+
+    def _notify_dbus(self, title: str, body: str, key: str | None, urgency: str) -> bool:
+        if self._iface is None:
+            return False
+        actions = ["default", "Open"] if key is not None else []
+        try:
+            nid = QMetaObject.invokeMethod(
+                self._iface, "Notify", Qt.ConnectionType.DirectConnection, Q_RETURN_ARG("uint"),
+                Q_ARG(str, self.app_name), Q_ARG("uint", 0), Q_ARG(str, ""), Q_ARG(str, title),
+                Q_ARG(str, body), Q_ARG("QStringList", actions),
+                _hints_holder(URGENCY.get(urgency, 1)), Q_ARG(int, -1),
+            )  # fmt: skip
+        except RuntimeError as exc:
+            self._log_once("dbus-call", "Notify call failed: %s", exc)
+            return False
+        err = self._iface.lastError()
+        if err.isValid() or not nid:
+            self._log_once("dbus-call", "Notify call failed: %s %s", err.name(), err.message())
+            return False
+        if key is not None:
+            self._keys[int(nid)] = key
+        return True
+
+    @Slot("QDBusMessage")
+    def _on_action_invoked(self, msg) -> None:
+        try:
+            nid, _action = msg.arguments()[:2]
+        except (TypeError, ValueError):
+            return
+        key = self._keys.get(int(nid))
+        if key is not None:
+            self.activated.emit(key)
+
+    @Slot("QDBusMessage")
+    def _on_closed(self, msg) -> None:
+        with contextlib.suppress(TypeError, ValueError, IndexError):
+            self._keys.pop(int(msg.arguments()[0]), None)
+
+    # ------------------------------------------------------------------ macOS (untested here)
+
+    def _notify_macos(self, title: str, body: str, key: str | None) -> bool:
+        try:
+            from Foundation import (  # pyobjc; optional
+                NSUserNotification,
+                NSUserNotificationCenter,
+            )
+        except ImportError:
+            return False
+        note = NSUserNotification.alloc().init()
+        note.setTitle_(title)
+        note.setInformativeText_(body)
+        if key is not None:
+            note.setUserInfo_({"key": key})
+        NSUserNotificationCenter.defaultUserNotificationCenter().deliverNotification_(note)
+        return True
+
+    # ------------------------------------------------------------------ tray fallback
+
+    def _notify_tray(self, title: str, body: str, key: str | None, urgency: str) -> None:
+        if self._tray is None:
+            self._log_once("no-tray", "no notification service and no tray icon: %s", title)
+            return
+        icon = (QSystemTrayIcon.MessageIcon.Critical if urgency == "critical"
+                else QSystemTrayIcon.MessageIcon.Information)  # fmt: skip
+        self._last_key = key
+        self._tray.showMessage(title, body, icon, 10_000)
+
+    def _on_message_clicked(self) -> None:
+        if self._last_key is not None:
+            self.activated.emit(self._last_key)
+
+    def _log_once(self, kind: str, fmt: str, *args: object) -> None:
+        if kind not in self._logged:
+            self._logged.add(kind)
+            log.warning(fmt, *args)

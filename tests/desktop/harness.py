@@ -1,0 +1,569 @@
+"""A throwaway Linux desktop for tests: Xvfb + private D-Bus session + trayer/dunst/dbus-monitor.
+
+Usage::
+
+    reason = Desktop.why_not_available(tray=True, notifications=True)
+    with Desktop(tmp_path, tray=True, notifications=True, monitor=True) as d:
+        subprocess.run([...], env=d.env)
+        d.wait_for(lambda: d.notify_calls())
+
+Everything is started by this class and stopped by PID in ``close()`` (also on errors while
+starting). Nothing listens on TCP: Xvfb runs with ``-nolisten tcp`` and the bus is a unix
+socket inside the given directory. The private bus has *no* service activation, so a Notify
+call on a bus without dunst fails instead of auto-starting the system's notification daemon.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+TRAYER_ARGS = [
+    "--edge", "top", "--align", "right", "--widthtype", "pixel", "--width", "200",
+    "--heighttype", "pixel", "--height", "32",
+]  # fmt: skip
+
+_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:dir={dir}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
+# Left click runs the default action (so a real click on the bubble works too); long timeout
+# so the bubble is still there when a test acts on it.
+_DUNSTRC = """[global]
+    font = DejaVu Sans 9
+    width = 300
+    origin = top-right
+    offset = 10x40
+    mouse_left_click = do_action, close_current
+    mouse_right_click = close_current
+    show_indicators = no
+[urgency_low]
+    timeout = 60
+[urgency_normal]
+    timeout = 60
+[urgency_critical]
+    timeout = 0
+"""
+
+_TOOLS = {
+    "Xvfb": "xvfb",
+    "dbus-daemon": "dbus",
+    "xwininfo": "x11-utils",
+}
+_TRAY_TOOLS = {"trayer": "trayer"}
+_NOTIFY_TOOLS = {"dunst": "dunst", "dunstctl": "dunst"}
+_MONITOR_TOOLS = {"dbus-monitor": "dbus"}
+_SHOT_TOOLS = {"import": "imagemagick"}
+
+
+class DesktopError(RuntimeError):
+    pass
+
+
+class Desktop:
+    """Context manager owning Xvfb, a private session bus and optional desktop helpers."""
+
+    def __init__(
+        self,
+        workdir: str | os.PathLike[str] | None = None,
+        *,
+        tray: bool = False,
+        notifications: bool = False,
+        monitor: bool = False,
+        screen: str = "1280x800x24",
+        start_timeout: float = 10.0,
+    ) -> None:
+        self._own_tmp: tempfile.TemporaryDirectory[str] | None = None
+        if workdir is None:
+            self._own_tmp = tempfile.TemporaryDirectory(prefix="exotray-desktop-")
+            workdir = self._own_tmp.name
+        self.dir = Path(workdir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.want_tray = tray
+        self.want_notifications = notifications
+        self.want_monitor = monitor
+        self.screen = screen
+        self.start_timeout = start_timeout
+        self.display: str | None = None
+        self.bus_address: str | None = None
+        self.env: dict[str, str] = {}
+        self.monitor_log = self.dir / "dbus-monitor.log"
+        self._procs: list[tuple[str, subprocess.Popen[Any]]] = []
+        self._files: list[Any] = []
+
+    # ---------------------------------------------------------------- availability
+
+    @staticmethod
+    def why_not_available(
+        *, tray: bool = True, notifications: bool = True, monitor: bool = True,
+        screenshot: bool = False,
+    ) -> str | None:  # fmt: skip
+        """None when everything needed is installed, else a reason to skip."""
+        if os.uname().sysname != "Linux":
+            return "desktop tests need Linux (Xvfb, D-Bus)"
+        tools = dict(_TOOLS)
+        if tray:
+            tools.update(_TRAY_TOOLS)
+        if notifications:
+            tools.update(_NOTIFY_TOOLS)
+        if monitor:
+            tools.update(_MONITOR_TOOLS)
+        if screenshot:
+            tools.update(_SHOT_TOOLS)
+        missing = sorted({f"{exe} (apt: {pkg})" for exe, pkg in tools.items()
+                          if shutil.which(exe) is None})  # fmt: skip
+        if missing:
+            return "missing desktop tools: " + ", ".join(missing)
+        return None
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def __enter__(self) -> Desktop:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        reason = self.why_not_available(
+            tray=self.want_tray, notifications=self.want_notifications, monitor=self.want_monitor
+        )
+        if reason:
+            raise DesktopError(reason)
+        self._start_xvfb()
+        self._start_bus()
+        drop = ("WAYLAND_DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS")
+        base = {k: v for k, v in os.environ.items() if k not in drop}
+        base.update(
+            DISPLAY=self.display or "",
+            DBUS_SESSION_BUS_ADDRESS=self.bus_address or "",
+            XDG_RUNTIME_DIR=str(self._runtime_dir()),
+            XDG_SESSION_TYPE="x11",
+            QT_QPA_PLATFORM="xcb",
+            HOME=os.environ.get("HOME", str(self.dir)),
+        )
+        self.env = base
+        if self.want_monitor:
+            self._start_monitor()
+        if self.want_tray:
+            self._start_tray()
+        if self.want_notifications:
+            self._start_dunst()
+
+    def close(self) -> None:
+        """Stop every process we started, newest first, by PID."""
+        for name, proc in reversed(self._procs):
+            _stop(proc, name)
+        self._procs.clear()
+        for f in self._files:
+            with contextlib.suppress(Exception):
+                f.close()
+        self._files.clear()
+        if self._own_tmp is not None:
+            with contextlib.suppress(Exception):
+                self._own_tmp.cleanup()
+            self._own_tmp = None
+
+    def pids(self) -> dict[str, int]:
+        return {name: p.pid for name, p in self._procs}
+
+    # ---------------------------------------------------------------- starting pieces
+
+    def _runtime_dir(self) -> Path:
+        d = self.dir / "runtime"
+        d.mkdir(mode=0o700, exist_ok=True)
+        return d
+
+    def _spawn(self, name: str, argv: list[str], **kw: Any) -> subprocess.Popen[Any]:
+        if "stdout" not in kw or "stderr" not in kw:
+            log = open(self.dir / f"{name}.log", "ab")  # noqa: SIM115 - closed in close()
+            self._files.append(log)
+            kw.setdefault("stdout", log)
+            kw.setdefault("stderr", log)
+        kw.setdefault("stdin", subprocess.DEVNULL)
+        kw.setdefault("env", self.env or None)
+        proc = subprocess.Popen(argv, **kw)
+        self._procs.append((name, proc))
+        return proc
+
+    def _start_xvfb(self) -> None:
+        # -displayfd: Xvfb picks a free display number itself and writes it to the pipe
+        # once it accepts connections (no race with other Xvfb instances).
+        r, w = os.pipe()
+        try:
+            proc = self._spawn(
+                "Xvfb",
+                ["Xvfb", "-displayfd", str(w), "-screen", "0", self.screen, "-nolisten", "tcp",
+                 "-nolisten", "local", "-noreset", "-ac"],
+                pass_fds=(w,), env=None,
+            )  # fmt: skip
+            os.close(w)
+            w = -1
+            data = _read_line(r, self.start_timeout, proc, "Xvfb")
+        finally:
+            os.close(r)
+            if w != -1:
+                os.close(w)
+        self.display = ":" + data.strip()
+
+    def _start_bus(self) -> None:
+        sockdir = self.dir / "bus"
+        sockdir.mkdir(exist_ok=True)
+        conf = self.dir / "session-bus.conf"
+        conf.write_text(_BUS_CONFIG.format(dir=sockdir))
+        proc = self._spawn(
+            "dbus-daemon",
+            ["dbus-daemon", f"--config-file={conf}", "--nofork", "--nopidfile",
+             "--print-address=1"],
+            stdout=subprocess.PIPE, env=None,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        line = _read_line(proc.stdout.fileno(), self.start_timeout, proc, "dbus-daemon")
+        self.bus_address = line.strip()
+
+    def _start_monitor(self) -> None:
+        out = open(self.monitor_log, "wb")  # noqa: SIM115 - closed in close()
+        self._files.append(out)
+        self._spawn(
+            "dbus-monitor",
+            ["dbus-monitor", "--address", self.bus_address or "",
+             "interface='org.freedesktop.Notifications'", "type='method_return'",
+             "type='error'"],
+            stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        # dbus-monitor prints the NameAcquired signal once it is registered as a monitor.
+        self.wait_for(lambda: "NameAcquired" in self.monitor_text(), what="dbus-monitor to attach")
+
+    def _start_tray(self) -> None:
+        self._spawn("trayer", ["trayer", *TRAYER_ARGS])
+        self.wait_for(lambda: self._selection_owner("_NET_SYSTEM_TRAY_S0"), what="trayer")
+
+    def _start_dunst(self) -> None:
+        rc = self.dir / "dunstrc"
+        rc.write_text(_DUNSTRC)
+        self._spawn("dunst", ["dunst", "-config", str(rc)])
+        self.wait_for(
+            lambda: self.service_registered("org.freedesktop.Notifications"),
+            what="dunst to own org.freedesktop.Notifications",
+        )
+
+    # ---------------------------------------------------------------- helpers
+
+    def wait_for(
+        self, cond: Callable[[], Any], timeout: float | None = None, what: str = "condition",
+        interval: float = 0.05,
+    ) -> Any:  # fmt: skip
+        deadline = time.monotonic() + (self.start_timeout if timeout is None else timeout)
+        while True:
+            value = cond()
+            if value:
+                return value
+            for name, proc in self._procs:
+                if proc.poll() is not None:
+                    raise DesktopError(f"{name} exited ({proc.returncode}) waiting for {what}"
+                                       f"; logs in {self.dir}")  # fmt: skip
+            if time.monotonic() > deadline:
+                raise DesktopError(f"timed out waiting for {what}; logs in {self.dir}")
+            time.sleep(interval)
+
+    def run(self, argv: list[str], timeout: float = 10.0, check: bool = False,
+            **kw: Any) -> subprocess.CompletedProcess[str]:  # fmt: skip
+        return subprocess.run(argv, env=self.env, capture_output=True, text=True,
+                              timeout=timeout, check=check, **kw)  # fmt: skip
+
+    def service_registered(self, name: str) -> bool:
+        r = self.run(
+            ["dbus-send", "--bus=" + (self.bus_address or ""), "--print-reply",
+             "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+             "org.freedesktop.DBus.NameHasOwner", f"string:{name}"],
+        )  # fmt: skip
+        return r.returncode == 0 and "boolean true" in r.stdout
+
+    def _selection_owner(self, atom: str) -> bool:
+        # xprop cannot query selection owners; xwininfo -root -tree lists trayer's window
+        # only once it is mapped, which is after it owns the tray selection.
+        return "trayer" in self.window_tree().lower() or "panel" in self.window_tree().lower()
+
+    def window_tree(self) -> str:
+        r = self.run(["xwininfo", "-root", "-tree"])
+        return r.stdout
+
+    def windows(self) -> list[dict[str, Any]]:
+        """Parse ``xwininfo -root -tree`` into [{id, name, class, depth, parents: [...]}]."""
+        out: list[dict[str, Any]] = []
+        stack: list[tuple[int, dict[str, Any]]] = []
+        pat = re.compile(r"^(\s*)(0x[0-9a-f]+) (\(has no name\)|\"(?:[^\"\\]|\\.)*\")"
+                         r"(?:: \((.*?)\))?\s+(\d+)x(\d+)\+(-?\d+)\+(-?\d+)")  # fmt: skip
+        for line in self.window_tree().splitlines():
+            m = pat.match(line)
+            if not m:
+                continue
+            indent = len(m.group(1))
+            name = "" if m.group(3) == "(has no name)" else m.group(3)[1:-1]
+            klass = re.findall(r"\"([^\"]*)\"", m.group(4) or "")
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            win = {
+                "id": m.group(2), "name": name, "class": klass,
+                "size": (int(m.group(5)), int(m.group(6))),
+                "parents": [w for _, w in stack],
+            }  # fmt: skip
+            out.append(win)
+            stack.append((indent, win))
+        return out
+
+    def tray_icon_embedded(self, window_name_substring: str) -> bool:
+        """True when a window whose name or WM_CLASS contains the substring is a descendant
+        of trayer's window (i.e. it was reparented into the XEmbed tray)."""
+        needle = window_name_substring.lower()
+        for win in self.windows():
+            labels = [win["name"], *win["class"]]
+            if not any(needle in s.lower() for s in labels):
+                continue
+            for parent in win["parents"]:
+                plabels = [parent["name"], *parent["class"]]
+                if any("trayer" in s.lower() or s.lower() == "panel" for s in plabels):
+                    return True
+        return False
+
+    def screenshot(self, path: str | os.PathLike[str]) -> Path:
+        path = Path(path)
+        self.run(["import", "-window", "root", str(path)], check=True, timeout=30)
+        return path
+
+    # ---------------------------------------------------------------- dbus-monitor
+
+    def monitor_text(self) -> str:
+        try:
+            return self.monitor_log.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def monitor_messages(self) -> list[dict[str, Any]]:
+        return parse_monitor(self.monitor_text())
+
+    def notify_calls(self) -> list[dict[str, Any]]:
+        """Notify method calls seen on the bus, in order, as dicts with app_name, replaces_id,
+        app_icon, summary, body, actions, hints, expire_timeout, types (dbus-monitor type
+        names of the 8 arguments), time and, once the daemon replied, id."""
+        msgs = self.monitor_messages()
+        replies = {m["reply_serial"]: m for m in msgs
+                   if m["kind"] in ("method return", "error") and "reply_serial" in m}  # fmt: skip
+        calls = []
+        for m in msgs:
+            if m["kind"] != "method call" or m.get("member") != "Notify":
+                continue
+            args = m["args"]
+            names = ["app_name", "replaces_id", "app_icon", "summary", "body", "actions",
+                     "hints", "expire_timeout"]  # fmt: skip
+            call = {n: (a["value"] if a else None)
+                    for n, a in zip(names, args + [None] * 8, strict=False)}  # fmt: skip
+            call["types"] = [a["type"] for a in args]
+            hints = args[6] if len(args) > 6 else None
+            call["hint_types"] = dict(hints.get("inner_types", {})) if hints else {}
+            call["time"] = m.get("time")
+            call["serial"] = m.get("serial")
+            reply = replies.get(m.get("serial"))
+            if reply and reply["kind"] == "error":
+                call["error"] = reply.get("error_name")
+            elif reply and reply["args"]:
+                call["id"] = reply["args"][0]["value"]
+            calls.append(call)
+        return calls
+
+    def signals(self, member: str) -> list[dict[str, Any]]:
+        return [m for m in self.monitor_messages()
+                if m["kind"] == "signal" and m.get("member") == member]  # fmt: skip
+
+
+class PrivateBus:
+    """Just a private, empty session bus (no Xvfb): ``with PrivateBus() as address: ...``."""
+
+    def __init__(self, workdir: str | os.PathLike[str] | None = None) -> None:
+        self._desk = Desktop(workdir)
+        self.address: str | None = None
+
+    def __enter__(self) -> str:
+        if shutil.which("dbus-daemon") is None:
+            raise DesktopError("missing dbus-daemon (apt: dbus)")
+        try:
+            self._desk._start_bus()
+        except BaseException:
+            self._desk.close()
+            raise
+        self.address = self._desk.bus_address
+        return self.address or ""
+
+    def __exit__(self, *exc: object) -> None:
+        self._desk.close()
+
+
+# -------------------------------------------------------------------- dbus-monitor parsing
+
+_HEADER = re.compile(r"^(method call|method return|signal|error) (.*)$")
+_SCALAR = re.compile(r"^(string|object path|signature|byte|boolean|int16|uint16|int32|uint32|"
+                     r"int64|uint64|double|unix fd) (.*)$")  # fmt: skip
+
+
+def parse_monitor(text: str) -> list[dict[str, Any]]:
+    """Parse dbus-monitor's default (profile-less) output into messages."""
+    msgs: list[dict[str, Any]] = []
+    cur: dict[str, Any] | None = None
+    body: list[str] = []
+
+    def finish() -> None:
+        if cur is not None:
+            cur["args"] = _parse_values(body, 0, len(body), 3)[0]
+            msgs.append(cur)
+
+    for line in text.splitlines():
+        m = _HEADER.match(line)
+        if m:
+            finish()
+            body = []
+            cur = {"kind": m.group(1)}
+            for part in re.split(r"[ ;]+", m.group(2)):
+                if "=" in part:
+                    k, v = part.split("=", 1)
+                    cur[k] = v
+            continue
+        if cur is not None:
+            body.append(line)
+    finish()
+    return msgs
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _parse_values(lines: list[str], i: int, end: int, indent: int
+                  ) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
+    """Parse values at exactly `indent` spaces; returns (values, next index)."""
+    values: list[dict[str, Any]] = []
+    while i < end:
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        ind = _indent(line)
+        if ind < indent:
+            break
+        stripped = line.strip()
+        if stripped in (")", "]"):
+            break
+        v, i = _parse_one(lines, i, end, ind)
+        values.append(v)
+    return values, i
+
+
+def _parse_one(lines: list[str], i: int, end: int, indent: int) -> tuple[dict[str, Any], int]:
+    s = lines[i].strip()
+    if s.startswith("variant"):
+        rest = s[len("variant") :].strip()
+        inner_lines = [" " * (indent + 3) + rest, *lines[i + 1 : end]]
+        v, j = _parse_one(inner_lines, 0, len(inner_lines), indent + 3)
+        return {"type": "variant", "value": v["value"], "inner": v["type"]}, i + j
+    if s in ("array [", "struct {", "dict entry("):
+        closer = {"array [": "]", "struct {": "}", "dict entry(": ")"}[s]
+        items, j = _parse_values(lines, i + 1, end, indent + 3)
+        # skip to the closer at our indent
+        while j < end and not (lines[j].strip() == closer and _indent(lines[j]) == indent):
+            j += 1
+        kind = {"]": "array", "}": "struct", ")": "dict entry"}[closer]
+        if kind == "dict entry":
+            types = [it.get("inner", it["type"]) for it in items]
+            return {"type": kind, "value": [it["value"] for it in items], "types": types}, j + 1
+        if kind == "array" and items and all(it["type"] == "dict entry" for it in items):
+            value: Any = {it["value"][0]: it["value"][1] for it in items}
+            inner = {it["value"][0]: it["types"][1] for it in items}
+            return {"type": "dict", "value": value, "inner_types": inner}, j + 1
+        return {"type": kind, "value": [it["value"] for it in items]}, j + 1
+    if s == "array [" or s == "array []" or s.startswith("array ["):
+        return {"type": "array", "value": []}, i + 1
+    m = _SCALAR.match(s)
+    if not m:
+        return {"type": "unknown", "value": s}, i + 1
+    typ, raw = m.group(1), m.group(2)
+    if typ in ("string", "object path", "signature"):
+        # Strings may contain newlines; dbus-monitor prints them raw, so keep consuming
+        # lines until the closing quote ends a line.
+        text = raw
+        j = i + 1
+        while not (len(text) >= 2 and text.endswith('"')) and j < end:
+            text += "\n" + lines[j]
+            j += 1
+        return {"type": typ, "value": text[1:-1]}, j
+    if typ == "boolean":
+        return {"type": typ, "value": raw == "true"}, i + 1
+    if typ == "double":
+        return {"type": typ, "value": float(raw)}, i + 1
+    if typ == "byte":
+        return {"type": typ, "value": int(raw, 0)}, i + 1
+    try:
+        return {"type": typ, "value": int(raw)}, i + 1
+    except ValueError:
+        return {"type": typ, "value": raw}, i + 1
+
+
+# -------------------------------------------------------------------- process utilities
+
+
+def _read_line(fd: int, timeout: float, proc: subprocess.Popen[Any], what: str) -> str:
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while b"\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise DesktopError(f"{what} did not start within {timeout}s")
+        ready, _, _ = select.select([fd], [], [], min(left, 0.2))
+        if ready:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise DesktopError(f"{what} exited early (rc={proc.poll()})")
+            buf += chunk
+        elif proc.poll() is not None:
+            raise DesktopError(f"{what} exited early (rc={proc.returncode})")
+    return buf.split(b"\n", 1)[0].decode()
+
+
+def _stop(proc: subprocess.Popen[Any], name: str, grace: float = 3.0) -> None:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=grace)
+    for stream in (proc.stdout, proc.stderr, proc.stdin):
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                stream.close()

@@ -1,0 +1,91 @@
+"""The tray app against a real agent on loopback: events become notifications, a click
+opens the window on that link, Pause reaches the agent."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import AgentProc, free_port, wait_for
+
+from exotray.ui.app import App
+
+
+@pytest.fixture
+def agents(tmp_path):
+    pa, pb = free_port(), free_port()
+    a = AgentProc(tmp_path, "studio-1", pa, [pb])
+    b = AgentProc(tmp_path, "studio-2", pb, [pa])
+    try:
+        a.wait_ready()
+        b.wait_ready()
+        yield a, b
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.fixture
+def app(qtbot, agents):
+    a, _ = agents
+    app = App(port=a.port, state_dir=a.state, manage_agent=False, interval=0.2)
+    sent: list[tuple[str, str, str]] = []
+    # The one fake: the desktop's notification daemon (tests/desktop has the real one).
+    app.notifier.notify = lambda title, body, key="", urgency="normal": sent.append(
+        (title, body, key))
+    app.sent = sent
+    app.start()
+    qtbot.waitUntil(lambda: app.cluster is not None and len(app.cluster["nodes"]) == 2,
+                    timeout=10_000)
+    yield app
+    app.client.stop()
+    app.tray.hide()
+    if app.window is not None:
+        app.window.close()
+
+
+def _own_link(app):
+    return app.cluster["nodes"][0]["links"][0]
+
+
+def test_events_become_notifications(qtbot, app):
+    link = _own_link(app)
+    app.sent.clear()  # e.g. the real peer_up of the agents starting
+    ev = {"seq": 9, "type": "link_saturated", "link_id": link["id"], "peer_id": link["peer_id"],
+          "peer_name": "studio-2", "local_interface": "lo", "local_label": "Loopback",
+          "utilization": 0.97, "rx_bytes_per_s": 1.0, "tx_bytes_per_s": 2.42e6,
+          "capacity_bytes_per_s": 2.5e6}
+    app._events([ev])
+    assert app.sent == [("Link saturated: studio-1 ⇄ studio-2",
+                         "Loopback at 97 % (2.4 MB/s of 20 Mbit/s)", link["id"])]
+    app.settings["notify_peers"] = False
+    app._events([{"seq": 10, "type": "peer_down", "peer_name": "studio-2"}])
+    assert len(app.sent) == 1
+    app.settings["notify_peers"] = True
+    app._events([{"seq": 11, "type": "peer_down", "peer_name": "studio-2"}])
+    assert app.sent[-1][0] == "Peer down: studio-2"
+
+
+def test_real_peer_down_reaches_the_notifier(qtbot, app, agents):
+    _, b = agents
+    b.kill()
+    qtbot.waitUntil(lambda: any(s[0] == "Peer down: studio-2" for s in app.sent),
+                    timeout=8000)
+
+
+def test_notification_click_opens_window_on_that_link(qtbot, app):
+    link = _own_link(app)
+    app.notifier.activated.emit(link["id"])
+    assert app.window is not None and app.window.isVisible()
+    assert app.window.link_id == link["id"]
+    assert app.window.table.selected_link() == link["id"]
+    qtbot.waitUntil(lambda: app.window._history_for == link["id"], timeout=5000)
+    # Closing the window does not quit the app: the tray stays.
+    app.window.close()
+    assert app.tray.icon is not None
+
+
+def test_pause_from_the_tray_reaches_the_agent(qtbot, app, agents):
+    a, _ = agents
+    app.tray.pauseToggled.emit(True)
+    assert wait_for(lambda: a.get("/v1/snapshot")["paused"], 5)
+    app.tray.pauseToggled.emit(False)
+    assert wait_for(lambda: not a.get("/v1/snapshot")["paused"], 5)
