@@ -221,7 +221,8 @@ def cmd_tray(args: argparse.Namespace) -> int:
     if args.state_dir:
         agent_args += ["--state-dir", args.state_dir]
     return tray_main(port=args.port, agent_args=agent_args,
-                     state_dir=Path(args.state_dir) if args.state_dir else None)
+                     state_dir=Path(args.state_dir) if args.state_dir else None,
+                     dashboard=args.dashboard)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -244,6 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="start the local agent with mDNS off (tray app)")
     parser.add_argument("--state-dir", metavar="DIR",
                         help="the local agent's state dir (tray app; default: platform's)")
+    parser.add_argument("--dashboard", action="store_true",
+                        help="open the dashboard window at start (tray app)")
     sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help="three agents on loopback and the window, to try it out")
     demo.add_argument("--saturate", action="store_true",

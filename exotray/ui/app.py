@@ -144,7 +144,7 @@ class App(QObject):
 
 
 def main(port: int = DEFAULT_PORT, agent_args: list[str] | None = None,
-         state_dir: Path | None = None) -> int:
+         state_dir: Path | None = None, dashboard: bool = False) -> int:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "httpcore"):
@@ -162,7 +162,7 @@ def main(port: int = DEFAULT_PORT, agent_args: list[str] | None = None,
     wake = QTimer()
     wake.start(250)
     wake.timeout.connect(lambda: None)
-    if not QSystemTrayIcon.isSystemTrayAvailable() and "--no-window" not in sys.argv:
+    if dashboard or not QSystemTrayIcon.isSystemTrayAvailable():
         app.open_window()
     try:
         return qapp.exec()
