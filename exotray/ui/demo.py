@@ -1,12 +1,14 @@
 """`exotray demo`: three real agents on loopback and the window on them.
 
-    demo-a ── demo-b ── demo-c       (mDNS off, --peer lists, loopback only)
+    demo-a, demo-b, demo-c: each peers with the other two (mDNS off, loopback only)
 
 All three read the same loopback counters, so each gets its own demo capacity for `lo`:
 demo-a a small one (40 Mbit/s), the others a large one. With --saturate a paced UDP
 stream on loopback (to a sink socket of the demo's own, 97 % of demo-a's capacity, on
-for 20 s and off for 20 s) drives demo-a's link into saturation and out again, so the
-notification, the red edge and the charts can be seen working on one machine.
+for 20 s and off for 20 s) saturates demo-a's interface, so its links go red and come
+back, and the notification, the edges and the charts can be seen working on one
+machine. (On loopback every link of a node shares one interface; on a real cluster
+each link is carried by its own Thunderbolt, Ethernet or Wi-Fi interface.)
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ class PacedStream(threading.Thread):
 def start_agents(tmp: Path) -> list[tuple[subprocess.Popen, int, Path]]:
     ports = [_free_port() for _ in range(3)]
     names = ["demo-a", "demo-b", "demo-c"]
-    peers = {0: [1], 1: [0, 2], 2: [1]}
+    peers = {0: [1, 2], 1: [0, 2], 2: [0, 1]}
     agents = []
     for i, name in enumerate(names):
         state = tmp / name
