@@ -122,3 +122,16 @@ def test_table_updates_in_place_and_sorts(qtbot, cluster):
     rtts = [w.table.proxy.index(r, 3).data(Qt.ItemDataRole.UserRole + 2)
             for r in range(w.table.proxy.rowCount())]
     assert rtts == sorted(rtts, reverse=True)
+
+
+def test_left_click_opens_the_dashboard_on_linux(qtbot):
+    import sys
+
+    from PySide6.QtWidgets import QSystemTrayIcon
+
+    tray = Tray()
+    if sys.platform == "darwin":
+        pytest.skip("on macOS a click opens the menu")
+    with qtbot.waitSignal(tray.openDashboard) as sig:
+        tray.icon.activated.emit(QSystemTrayIcon.ActivationReason.Trigger)
+    assert sig.args == [""]
