@@ -17,10 +17,10 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtWidgets import QApplication  # noqa: E402
+from PySide6.QtWidgets import QApplication
 
-from exotray.ui.app import App  # noqa: E402
-from exotray.ui.demo import SMALL_MBIT, PacedStream, start_agents  # noqa: E402
+from exotray.ui.app import App
+from exotray.ui.demo import SMALL_MBIT, PacedStream, start_agents
 
 
 def pump(qapp: QApplication, seconds: float, until=None) -> bool:

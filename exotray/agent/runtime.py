@@ -40,7 +40,7 @@ from exotray.agent.probe import ProbeSocket, Target
 from exotray.core import capacity as cap
 from exotray.core import paths
 from exotray.core.events import EventLog
-from exotray.core.history import Ring, ring_size
+from exotray.core.history import IFACE_COLUMNS, LINK_COLUMNS, Ring, ring_size
 from exotray.core.saturation import SaturationDetector, SaturationParams
 from exotray.core.schema import (
     MAX_SNAPSHOT_BYTES,
@@ -61,17 +61,6 @@ PEER_FORGET_S = 600.0
 ROUTE_REFRESH_S = 5.0
 #: counter readings per interval (rates are sliding averages over one interval)
 SUBSAMPLES = 4
-LINK_COLUMNS = (
-    "t",
-    "rtt_ms",
-    "rtt_min_ms",
-    "rtt_max_ms",
-    "rx_bytes_per_s",
-    "tx_bytes_per_s",
-    "utilization",
-    "state",
-)
-IFACE_COLUMNS = ("t", "rx_bytes_per_s", "tx_bytes_per_s")
 
 
 def _r(x: float | None, nd: int = 4) -> float | None:

@@ -5,6 +5,20 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 
+#: columns of /v1/history?link=ID (the agent's per-link ring), in order
+LINK_COLUMNS = (
+    "t",
+    "rtt_ms",
+    "rtt_min_ms",
+    "rtt_max_ms",
+    "rx_bytes_per_s",
+    "tx_bytes_per_s",
+    "utilization",
+    "state",
+)
+#: columns of /v1/history?interface=NAME
+IFACE_COLUMNS = ("t", "rx_bytes_per_s", "tx_bytes_per_s")
+
 
 class Ring:
     """Rows of equal width with a time column, oldest first, capped at `maxlen`.

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from exotray.core import fmt
+from exotray.core.history import LINK_COLUMNS
 from exotray.ui import theme
 
 #: the time ranges offered, in seconds, with their button text
@@ -36,15 +37,7 @@ RANGES: Final[tuple[tuple[int, str], ...]] = ((60, "1 min"), (600, "10 min"), (3
 MAX_POINTS: Final = 3600
 REDRAW_HZ: Final = 20
 #: the numeric history columns, as /v1/history names them
-COLUMNS: Final = (
-    "t",
-    "rtt_ms",
-    "rtt_min_ms",
-    "rtt_max_ms",
-    "rx_bytes_per_s",
-    "tx_bytes_per_s",
-    "utilization",
-)
+COLUMNS: Final = tuple(c for c in LINK_COLUMNS if c != "state")
 #: rows of the numbers panel: key, caption
 NUMBER_ROWS: Final = (
     ("rtt_ms", "RTT median"),

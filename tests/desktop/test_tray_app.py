@@ -6,38 +6,14 @@ notification must reach the daemon as a Notify call."""
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 
 from harness import Desktop
 from helpers import AgentProc, free_port, wait_for
 
-
-def _stream(bytes_per_s: float, seconds: float) -> None:
-    """Bounded UDP on loopback to a sink of our own."""
-    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sink.bind(("127.0.0.1", 0))
-    sink.setblocking(False)
-    out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    chunk = b"\0" * 8000
-    start, sent = time.monotonic(), 0
-    try:
-        while (now := time.monotonic() - start) < seconds:
-            while sent < now * bytes_per_s:
-                out.sendto(chunk, sink.getsockname())
-                sent += len(chunk)
-            try:
-                while sink.recv(65536):
-                    pass
-            except BlockingIOError:
-                pass
-            time.sleep(0.01)
-    finally:
-        sink.close()
-        out.close()
+from exotray.ui.demo import PacedStream
 
 
 def test_tray_icon_embedded_and_saturation_notifies(tmp_path):
@@ -64,14 +40,15 @@ def test_tray_icon_embedded_and_saturation_notifies(tmp_path):
                 d.window_tree() + (tmp_path / "app.log").read_text())
             to_icon = time.monotonic() - launched
             time.sleep(2.0)  # the app has attached and polls the agent
-            t = threading.Thread(target=_stream, args=(270_000, 8.0))
-            t.start()
+            stream = PacedStream(270_000, on_s=8.0, off_s=60.0)  # bounded UDP on loopback
+            stream.start()
             try:
                 calls = wait_for(lambda: [c for c in d.notify_calls()
                                           if c.get("summary", "").startswith("Link saturated")],
                                  12, every=0.1)
             finally:
-                t.join()
+                stream.stop_event.set()
+                stream.join(5)
             log = (tmp_path / "app.log").read_text()
             assert calls, f"no Notify call:\n{d.monitor_text()[-3000:]}\n{log}"
             call = calls[0]
