@@ -42,7 +42,7 @@ CURVE_SAMPLES: Final = 25
 #: control-point offset between neighbouring parallel edges, as a fraction of the length
 PARALLEL_SPREAD: Final = 0.36
 #: where along an edge a badge may sit, tried in order when the middle is taken
-BADGE_SLOTS: Final = (0.5, 0.4, 0.6, 0.32, 0.68, 0.25, 0.75)
+BADGE_SLOTS: Final = (0.5, 0.4, 0.6, 0.32, 0.68, 0.25, 0.75, 0.8, 0.2, 0.85)
 #: label distance from the node centre, in view units (the circle has radius 1)
 LABEL_GAP: Final = 0.1
 #: margin around the node circle, in view units, so that labels fit
@@ -519,7 +519,9 @@ class TopologyView(pg.PlotWidget):
         return max(px, py) if px > 0 and py > 0 else None
 
     def _place_badges(self) -> None:
-        """Badges at the middle of their edge, slid along it when the middle is taken."""
+        """Badges at the middle of their edge, slid along it when the middle is taken;
+        a badge with no free place is hidden (its numbers stay in the tooltip), except
+        the selected edge's, which is placed first."""
         px = self._pixel()
         sel = self._selected_index()
         if not self._badges:
@@ -539,15 +541,20 @@ class TopologyView(pg.PlotWidget):
             p0, c, p2 = self._ctrl[i]
             cands = _bezier(p0, c, p2, slots)
             best = cands[0]
+            free = True
             if px is not None:
                 rect = badge.textItem.boundingRect()
                 hw, hh = (rect.width() / 2 + 3) * px, (rect.height() / 2 + 2) * px
+                free = False
                 for x, y in cands:
                     box = (x - hw, y - hh, x + hw, y + hh)
                     if not any(_overlap(box, t) for t in taken):
                         best = np.array([x, y])
+                        free = True
                         break
-                taken.append((best[0] - hw, best[1] - hh, best[0] + hw, best[1] + hh))
+                if free or i == sel:
+                    taken.append((best[0] - hw, best[1] - hh, best[0] + hw, best[1] + hh))
+            badge.setVisible(free or i == sel)
             badge.setPos(float(best[0]), float(best[1]))
 
     # -- selection and hover ---------------------------------------------------------------

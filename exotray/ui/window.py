@@ -79,13 +79,16 @@ class LinkTable(QTableView):
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.verticalHeader().hide()
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # Sized to the contents when rows come or go, not on every cell change:
+        # ResizeToContents re-measures a whole column per changed cell.
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.horizontalHeader().setStretchLastSection(True)
         self.setAlternatingRowColors(True)
 
     def set_cluster(self, cluster: dict[str, Any] | None) -> None:
         """Update rows in place (keyed by link id), so selection and sorting survive."""
         rows = dict(_rows(cluster))
+        added = False
         existing: dict[str, int] = {}
         for r in range(self.source.rowCount()):
             existing[self.source.item(r, 0).data(LINK_ID)] = r
@@ -101,13 +104,17 @@ class LinkTable(QTableView):
                     it.setData(link_id, LINK_ID)
                     items.append(it)
                 self.source.appendRow(items)
+                added = True
                 continue
             for c, (text, key) in enumerate(cells):
                 it = self.source.item(r, c)
+                # Only what the user can see changes a cell: each change costs Qt a
+                # re-layout, and the sort key follows the text it belongs to.
                 if it.text() != text:
                     it.setText(text)
-                if it.data(SORT) != key:
                     it.setData(key, SORT)
+        if added:
+            self.resizeColumnsToContents()
 
     def _source_row(self, link_id: str) -> int | None:
         for r in range(self.source.rowCount()):
