@@ -201,6 +201,83 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _get(args: argparse.Namespace, path: str, **params: object) -> dict:
+    """GET from the local agent, or exit with a clear message."""
+    import httpx
+
+    url = f"http://{args.host}:{args.port}{path}"
+    try:
+        r = httpx.get(url, params=params, timeout=5.0, trust_env=False)
+    except httpx.HTTPError as e:
+        raise SystemExit(f"exotray: no exotray agent answered at {args.host}:{args.port} ({e}). "
+                         "Start one with `exotray agent`, or give --port.") from None
+    if r.status_code != 200:
+        try:
+            detail = r.json().get("error", r.text)
+        except ValueError:
+            detail = r.text
+        raise SystemExit(f"exotray: {path}: {detail}")
+    return r.json()
+
+
+def _find_link(cluster: dict, wanted: str) -> dict:
+    """A link of this node by id, peer name or peer address."""
+    links = cluster["nodes"][0]["links"]
+    hits = [lk for lk in links if wanted in (lk["id"], lk.get("peer_name"),
+                                             lk["peer_address"])]
+    if len(hits) == 1:
+        return hits[0]
+    choices = ", ".join(f"{lk['id']} ({lk.get('peer_name') or lk['peer_address']} via "
+                        f"{lk.get('local_interface')})" for lk in links) or "none"
+    what = "is ambiguous" if hits else "matches no link of this node"
+    raise SystemExit(f"exotray export: {wanted!r} {what}; links: {choices}")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from exotray.core import export
+
+    try:
+        seconds = export.parse_since(args.since)
+    except ValueError as e:
+        print(f"exotray export: {e}", file=sys.stderr)
+        return 2
+    link = _find_link(_get(args, "/v1/cluster"), args.link)
+    hist = _get(args, "/v1/history", link=link["id"], seconds=int(seconds))
+    fmt_ = args.format or ("json" if args.output and args.output.endswith(".json") else "csv")
+    text = export.to_json(hist, link) if fmt_ == "json" else export.to_csv(hist)
+    if args.output and args.output != "-":
+        Path(args.output).write_text(text)
+        print(f"wrote {len(hist['t'])} rows of {link.get('peer_name') or link['peer_address']}"
+              f" via {link.get('local_interface')} to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_prometheus_sd(args: argparse.Namespace) -> int:
+    import time
+
+    from exotray.core.sd import file_sd
+
+    while True:
+        groups = file_sd(_get(args, "/v1/cluster"), args.port)
+        text = json.dumps(groups, indent=1) + "\n"
+        if args.output in (None, "-"):
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            out = Path(args.output)
+            tmp = out.with_name(out.name + ".tmp")
+            tmp.write_text(text)
+            tmp.replace(out)  # Prometheus never reads a half-written file
+        if args.once:
+            return 0
+        try:
+            time.sleep(args.refresh)
+        except KeyboardInterrupt:
+            return 0
+
+
 def _gui_missing() -> str | None:
     try:
         import pyqtgraph  # noqa: F401
@@ -254,6 +331,21 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seconds", type=float, default=0,
                       help="quit after this long (0: when the window closes)")
     _agent_parser(sub)
+    ex = sub.add_parser("export", help="a link's history as CSV or JSON (units in the header)")
+    ex.add_argument("link", help="link id, or the peer's name or address")
+    ex.add_argument("--since", default="10m", help="how far back: 90s, 10m, 1h (default 10m)")
+    ex.add_argument("--format", choices=["csv", "json"],
+                    help="default: from --output's extension, else csv")
+    ex.add_argument("--output", "-o", help="file to write (default: stdout)")
+    ex.add_argument("--port", type=int, default=DEFAULT_PORT, help="the local agent's port")
+    ex.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
+    sd = sub.add_parser("prometheus-sd",
+                        help="write a Prometheus file_sd_configs file of every agent")
+    sd.add_argument("--output", "-o", help="file to keep up to date (default: stdout)")
+    sd.add_argument("--refresh", type=float, default=30.0, help="seconds between rewrites")
+    sd.add_argument("--once", action="store_true", help="write once and exit")
+    sd.add_argument("--port", type=int, default=DEFAULT_PORT, help="the local agent's port")
+    sd.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     st = sub.add_parser("status", help="the cluster as the local agent sees it")
     st.add_argument("--json", action="store_true", help="print /v1/cluster as JSON")
     st.add_argument("--port", type=int, default=DEFAULT_PORT, help="the local agent's port")
@@ -269,6 +361,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_status(args)
     if args.command == "demo":
         return cmd_demo(args)
+    if args.command == "export":
+        return cmd_export(args)
+    if args.command == "prometheus-sd":
+        return cmd_prometheus_sd(args)
     return cmd_tray(args)
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from exotray.agent import control
@@ -136,12 +136,20 @@ def create_app(agent: Agent) -> Starlette:
         agent.set_paused(body["paused"])
         return JSONResponse(_settings_view())
 
+    from exotray.agent import metrics
+
+    registry = metrics.registry_for(agent)
+
+    async def prometheus(request: Request) -> Response:
+        return Response(metrics.exposition(registry), media_type=metrics.CONTENT_TYPE)
+
     async def index(request: Request) -> JSONResponse:
         return JSONResponse(
             {
                 "service": "exotray",
                 "node": agent.node_id,
-                "endpoints": ["/v1/snapshot", "/v1/cluster", "/v1/history", "/v1/events"],
+                "endpoints": ["/v1/snapshot", "/v1/cluster", "/v1/history", "/v1/events",
+                              "/metrics"],
             }
         )
 
@@ -152,6 +160,7 @@ def create_app(agent: Agent) -> Starlette:
             Route("/v1/cluster", cluster),
             Route("/v1/history", history),
             Route("/v1/events", events),
+            Route("/metrics", prometheus),
             Route("/v1/control/settings", control_settings, methods=["GET", "PUT"]),
             Route("/v1/control/pause", control_pause, methods=["POST"]),
         ]

@@ -215,6 +215,8 @@ class Agent:
         self.nics: dict[str, sampler.NicInfo] = {}
         self.measured_mbit: dict[str, float] = {}
         self.rates = RateMeter(window_s=self.interval)
+        #: the latest raw byte counters per interface (for /metrics)
+        self.raw_counters: dict[str, tuple[int, int]] = {}
         self._subtick = 0
         self._events_file: TextIO | None = None
         self.events = EventLog(sinks=[self._log_event])
@@ -462,6 +464,7 @@ class Agent:
         except OSError as e:
             self._throttled("sample", logging.WARNING, "cannot read interface counters: %s", e)
             return
+        self.raw_counters = counters
         addresses_changed = False
         if full:
             addresses_changed = self._update_ifaces(nics, now)

@@ -23,6 +23,8 @@ class EventLog:
     def __init__(self, keep: int = 1000, sinks: list[Callable[[dict], None]] | None = None):
         self._events: deque[dict[str, Any]] = deque(maxlen=keep)
         self._seq = 0
+        #: events raised per type since start (for /metrics)
+        self.counts: dict[str, int] = {}
         self.sinks = sinks if sinks is not None else []
 
     @property
@@ -33,6 +35,7 @@ class EventLog:
         if type_ not in EVENT_TYPES:
             raise ValueError(f"unknown event type {type_!r}")
         self._seq += 1
+        self.counts[type_] = self.counts.get(type_, 0) + 1
         event: dict[str, Any] = {"seq": self._seq, "at": iso(at), "type": type_}
         event.update((k, v) for k, v in fields.items() if k not in event)
         self._events.append(event)

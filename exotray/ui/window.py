@@ -14,6 +14,7 @@ from PySide6.QtCore import QSortFilterProxyModel, Qt
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QFileDialog,
     QHeaderView,
     QLabel,
     QMainWindow,
@@ -175,6 +176,11 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(split)
         self.resize(1280, 820)
         self.statusBar().showMessage("Waiting for the agent…")
+        tools = self.addToolBar("Link")
+        tools.setMovable(False)
+        self.export_action = tools.addAction("Export history…", self._export_clicked)
+        self.export_action.setToolTip("Save the selected link's last hour as CSV or JSON")
+        self.export_action.setEnabled(False)
 
         self.topology.linkSelected.connect(self.select_link)
         self.table.selectionModel().selectionChanged.connect(self._table_selected)
@@ -237,6 +243,7 @@ class MainWindow(QMainWindow):
         finally:
             self._syncing = False
         link = self._link(link_id)
+        self.export_action.setEnabled(self.client is not None)
         self.empty.hide()
         self.details.show()
         self.details.set_link(link)
@@ -251,6 +258,38 @@ class MainWindow(QMainWindow):
 
     def _range_changed(self, seconds: int) -> None:
         self.range_s = seconds  # the hour of history is loaded once; the view zooms
+
+    def _export_clicked(self) -> None:
+        if self.link_id is None:
+            return
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export link history", "exotray-link.csv", "CSV (*.csv);;JSON (*.json)")
+        if path:
+            self.export_history(path)
+
+    def export_history(self, path: str) -> None:
+        """Write the selected link's last hour to path (CSV, or JSON for *.json)."""
+        from exotray.core import export
+
+        link_id, link = self.link_id, self._link(self.link_id or "")
+        if link_id is None or self.client is None:
+            return
+
+        def done(result: Any, error: str | None) -> None:
+            if result is None:
+                self.statusBar().showMessage(f"Export failed: {error}")
+                return
+            text = (export.to_json(result, link) if path.endswith(".json")
+                    else export.to_csv(result))
+            try:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+            except OSError as e:
+                self.statusBar().showMessage(f"Export failed: {e.strerror}")
+                return
+            self.statusBar().showMessage(f"Exported {len(result['t'])} samples to {path}")
+
+        self.client.history(link_id, 3600, done)
 
     def _load_history(self) -> None:
         link_id = self.link_id

@@ -89,3 +89,15 @@ def test_pause_from_the_tray_reaches_the_agent(qtbot, app, agents):
     assert wait_for(lambda: a.get("/v1/snapshot")["paused"], 5)
     app.tray.pauseToggled.emit(False)
     assert wait_for(lambda: not a.get("/v1/snapshot")["paused"], 5)
+
+
+def test_export_button_writes_the_links_history(qtbot, app, tmp_path):
+    link = _own_link(app)
+    app.open_window(link["id"])
+    w = app.window
+    assert w.export_action.isEnabled()
+    out = tmp_path / "h.csv"
+    w.export_history(str(out))
+    qtbot.waitUntil(lambda: out.exists() and "Exported" in w.statusBar().currentMessage(),
+                    timeout=5000)
+    assert out.read_text().splitlines()[0].startswith("time_utc,unix_time_s,rtt_median_ms")

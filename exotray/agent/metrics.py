@@ -1,0 +1,126 @@
+"""GET /metrics: the agent's measurements in the Prometheus text format.
+
+Produced with the official client library: a custom collector builds the metric
+families from the agent's state at scrape time (no background work, no hand-written
+exposition). Base units: seconds, bytes, ratios; counters end in _total.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from exotray import PROTO, __version__
+from exotray.core.events import EVENT_TYPES
+
+if TYPE_CHECKING:
+    from exotray.agent.runtime import Agent
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+LINK_LABELS = ["node", "peer", "peer_address", "interface", "kind"]
+
+
+class AgentCollector(Collector):
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    def collect(self) -> Iterator[Metric]:
+        a = self.agent
+        node = a.settings.name
+        yield InfoMetricFamily("exotray_build", "exotray agent build information",
+                               value={"version": __version__, "proto": str(PROTO),
+                                      "node": node, "node_id": a.node_id})
+        rtt = {stat: GaugeMetricFamily(f"exotray_link_rtt_{stat}_seconds",
+                                       f"Round-trip time {label} over the probe window",
+                                       labels=LINK_LABELS)
+               for stat, label in (("median", "median"), ("min", "minimum"),
+                                   ("max", "maximum"), ("p90", "90th percentile"))}
+        jitter = GaugeMetricFamily("exotray_link_jitter_seconds",
+                                   "RTT jitter (RFC 3550 estimator)", labels=LINK_LABELS)
+        loss = GaugeMetricFamily("exotray_link_loss_ratio",
+                                 "Fraction of probes lost over the window", labels=LINK_LABELS)
+        up = GaugeMetricFamily("exotray_link_up", "1 when the link answers probes",
+                               labels=LINK_LABELS)
+        sat = GaugeMetricFamily("exotray_link_saturated",
+                                "1 while the link is saturated", labels=LINK_LABELS)
+        util = GaugeMetricFamily("exotray_link_utilization_ratio",
+                                 "max(rx, tx) / capacity of the carrying interface",
+                                 labels=LINK_LABELS)
+        now = a.clock()
+        for link in a.links.values():
+            d = a.link_dict(link, now)
+            iface = d["local_interface"] or ""
+            kind = a.ifaces[iface].kind if iface in a.ifaces else ""
+            labels = [node, d["peer_name"] or d["peer_address"], d["peer_address"], iface, kind]
+            for stat, key in (("median", "rtt_ms"), ("min", "rtt_min_ms"),
+                              ("max", "rtt_max_ms"), ("p90", "rtt_p90_ms")):
+                if d[key] is not None:
+                    rtt[stat].add_metric(labels, d[key] / 1000.0)
+            if d["jitter_ms"] is not None:
+                jitter.add_metric(labels, d["jitter_ms"] / 1000.0)
+            if d["loss"] is not None:
+                loss.add_metric(labels, d["loss"])
+            up.add_metric(labels, 0.0 if d["state"] == "down" else 1.0)
+            sat.add_metric(labels, 1.0 if d["state"] == "saturated" else 0.0)
+            if d["utilization"] is not None:
+                util.add_metric(labels, d["utilization"])
+        yield from rtt.values()
+        yield from (jitter, loss, up, sat, util)
+
+        iface_labels = ["node", "interface", "kind"]
+        rx = CounterMetricFamily("exotray_interface_receive_bytes",
+                                 "Bytes received, as the kernel counts them", labels=iface_labels)
+        tx = CounterMetricFamily("exotray_interface_transmit_bytes",
+                                 "Bytes sent, as the kernel counts them", labels=iface_labels)
+        cap = GaugeMetricFamily("exotray_interface_capacity_bytes_per_second",
+                                "Capacity of the interface (absent when unknown)",
+                                labels=[*iface_labels, "source"])
+        for name, st in sorted(a.ifaces.items()):
+            if st.vanished_at is not None:
+                continue
+            labels = [node, name, st.kind]
+            raw = a.raw_counters.get(name)
+            if raw is not None:
+                rx.add_metric(labels, float(raw[0]))
+                tx.add_metric(labels, float(raw[1]))
+            if st.capacity.bytes_per_s is not None:
+                cap.add_metric([*labels, st.capacity.source], st.capacity.bytes_per_s)
+        yield from (rx, tx, cap)
+
+        events = CounterMetricFamily("exotray_events", "Events raised, by type",
+                                     labels=["node", "type"])
+        for t in EVENT_TYPES:
+            events.add_metric([node, t], float(a.events.counts.get(t, 0)))
+        yield events
+        probes = CounterMetricFamily("exotray_probe_datagrams",
+                                     "Probe socket datagrams, by outcome",
+                                     labels=["node", "outcome"])
+        if a.probe is not None:
+            for k, v in sorted(a.probe.counters.items()):
+                probes.add_metric([node, k], float(v))
+        yield probes
+        rejected = CounterMetricFamily("exotray_snapshots_rejected",
+                                       "Peers' snapshots dropped, by reason",
+                                       labels=["node", "reason"])
+        for reason, n in sorted(a.rejections.items()):
+            rejected.add_metric([node, reason], float(n))
+        yield rejected
+
+
+def registry_for(agent: Agent) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(AgentCollector(agent))
+    return registry
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)
