@@ -254,6 +254,39 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_measure(args: argparse.Namespace) -> int:
+    import httpx
+
+    state = Path(args.state_dir) if args.state_dir else paths.state_dir()
+    token = paths.read_token(state)
+    if token is None:
+        print(f"exotray measure: no control token in {state} (is the agent running as this "
+              "user? give --state-dir)", file=sys.stderr)
+        return 1
+    body = {"peer": args.peer, "seconds": args.seconds, "streams": args.streams}
+    if args.interface:
+        body["interface"] = args.interface
+    print(f"measuring the link to {args.peer} for about {2 * args.seconds:g} s…",
+          file=sys.stderr)
+    try:
+        r = httpx.post(f"http://{args.host}:{args.port}/v1/control/measure", json=body,
+                       headers={"authorization": f"Bearer {token}"},
+                       timeout=2 * args.seconds + 30, trust_env=False)
+    except httpx.HTTPError as e:
+        print(f"exotray measure: no exotray agent answered at {args.host}:{args.port} ({e})",
+              file=sys.stderr)
+        return 1
+    data = r.json()
+    if r.status_code != 200:
+        print(f"exotray measure: {data.get('error', r.text)}", file=sys.stderr)
+        return 1
+    print(f"{data.get('peer_name') or data['peer']} via {data['interface']}: "
+          f"{data['up_mbit_s']} Mbit/s up, {data['down_mbit_s']} Mbit/s down "
+          f"({data['streams']} streams, {data['seconds']:g} s each way); now the capacity "
+          f"of {data['interface']}")
+    return 0
+
+
 def cmd_prometheus_sd(args: argparse.Namespace) -> int:
     import time
 
@@ -339,6 +372,14 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--output", "-o", help="file to write (default: stdout)")
     ex.add_argument("--port", type=int, default=DEFAULT_PORT, help="the local agent's port")
     ex.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
+    me = sub.add_parser("measure", help="measure a link's capacity with a bulk TCP transfer")
+    me.add_argument("peer", help="the peer's name, id or address")
+    me.add_argument("--interface", help="which of our interfaces (when several reach it)")
+    me.add_argument("--seconds", type=float, default=5.0, help="per direction (max 30)")
+    me.add_argument("--streams", type=int, default=4, help="parallel TCP streams (max 8)")
+    me.add_argument("--state-dir", help="the local agent's state dir (for its control token)")
+    me.add_argument("--port", type=int, default=DEFAULT_PORT, help="the local agent's port")
+    me.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     sd = sub.add_parser("prometheus-sd",
                         help="write a Prometheus file_sd_configs file of every agent")
     sd.add_argument("--output", "-o", help="file to keep up to date (default: stdout)")
@@ -363,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_demo(args)
     if args.command == "export":
         return cmd_export(args)
+    if args.command == "measure":
+        return cmd_measure(args)
     if args.command == "prometheus-sd":
         return cmd_prometheus_sd(args)
     return cmd_tray(args)

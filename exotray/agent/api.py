@@ -11,12 +11,13 @@ import math
 import secrets
 from typing import TYPE_CHECKING
 
+import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from exotray.agent import control
+from exotray.agent import captest, control
 from exotray.core.settings import SettingsError
 
 if TYPE_CHECKING:
@@ -143,6 +144,59 @@ def create_app(agent: Agent) -> Starlette:
     async def prometheus(request: Request) -> Response:
         return Response(metrics.exposition(registry), media_type=metrics.CONTENT_TYPE)
 
+    async def capacity_session(request: Request) -> JSONResponse:
+        """Another agent asks for a capacity test (consent can be turned off)."""
+        try:
+            body = await _json_body(request)
+        except ValueError as e:
+            return _error(400, str(e))
+        if not isinstance(body, dict) or agent.captest is None or request.client is None:
+            return _error(400, "expected {seconds, streams}")
+        try:
+            grant = agent.captest.grant(request.client.host, body.get("seconds", 5),
+                                        body.get("streams", 4))
+        except PermissionError as e:
+            return _error(403, str(e))
+        except captest.Busy as e:
+            return _error(409, str(e))
+        except (TypeError, ValueError):
+            return _error(400, "seconds and streams must be numbers")
+        return JSONResponse(grant)
+
+    async def capacity_finish(request: Request) -> JSONResponse:
+        try:
+            body = await _json_body(request)
+        except ValueError as e:
+            return _error(400, str(e))
+        token = body.get("token") if isinstance(body, dict) else None
+        result = agent.captest.finish(str(token)) if agent.captest else None
+        if result is None:
+            return _error(404, "no such capacity test")
+        return JSONResponse(result)
+
+    async def control_measure(request: Request) -> JSONResponse:
+        if (denied := _deny(request)) is not None:
+            return denied
+        try:
+            body = await _json_body(request)
+            if not isinstance(body, dict) or not isinstance(body.get("peer"), str):
+                raise ValueError('expected {"peer": NAME|ID|ADDRESS}')
+            seconds = float(body.get("seconds", 5))
+            streams = int(body.get("streams", 4))
+        except (ValueError, TypeError) as e:
+            return _error(400, str(e))
+        try:
+            return JSONResponse(await agent.measure(body["peer"], body.get("interface"),
+                                                    seconds, streams))
+        except LookupError as e:
+            return _error(404, str(e))
+        except captest.Busy as e:
+            return _error(409, str(e))
+        except PermissionError as e:
+            return _error(403, str(e))
+        except (OSError, TimeoutError, httpx.HTTPError) as e:
+            return _error(502, f"capacity test failed: {e or type(e).__name__}")
+
     async def index(request: Request) -> JSONResponse:
         return JSONResponse(
             {
@@ -163,5 +217,8 @@ def create_app(agent: Agent) -> Starlette:
             Route("/metrics", prometheus),
             Route("/v1/control/settings", control_settings, methods=["GET", "PUT"]),
             Route("/v1/control/pause", control_pause, methods=["POST"]),
+            Route("/v1/control/measure", control_measure, methods=["POST"]),
+            Route("/v1/capacity/session", capacity_session, methods=["POST"]),
+            Route("/v1/capacity/finish", capacity_finish, methods=["POST"]),
         ]
     )

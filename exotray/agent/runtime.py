@@ -34,12 +34,13 @@ import uvicorn
 
 from exotray import PROTO, __version__
 from exotray.agent import control, sampler
+from exotray.agent.captest import CapacityTester
 from exotray.agent.discovery import Discovery, PeerRecord
 from exotray.agent.interfaces import InterfaceClassifier
 from exotray.agent.probe import ProbeSocket, Target
 from exotray.core import capacity as cap
 from exotray.core import paths
-from exotray.core.events import EventLog
+from exotray.core.events import EventLog, iso
 from exotray.core.history import IFACE_COLUMNS, LINK_COLUMNS, Ring, ring_size
 from exotray.core.saturation import SaturationDetector, SaturationParams
 from exotray.core.schema import (
@@ -214,6 +215,8 @@ class Agent:
         self.ifaces: dict[str, IfaceState] = {}
         self.nics: dict[str, sampler.NicInfo] = {}
         self.measured_mbit: dict[str, float] = {}
+        self.measured_at: dict[str, float] = {}
+        self.captest: CapacityTester | None = None
         self.rates = RateMeter(window_s=self.interval)
         #: the latest raw byte counters per interface (for /metrics)
         self.raw_counters: dict[str, tuple[int, int]] = {}
@@ -737,6 +740,9 @@ class Agent:
                     "tx_bytes_per_s": _r(st.rate.tx_bytes_per_s, 1) if st.rate else None,
                     "capacity_bytes_per_s": st.capacity.bytes_per_s,
                     "capacity_source": st.capacity.source,
+                    "capacity_measured_at": (
+                        iso(self.measured_at[st.name]) if st.name in self.measured_at else None
+                    ),
                 }
             )
         counters = dict(self.counters)
@@ -877,6 +883,33 @@ class Agent:
             asyncio.create_task(self._every(self.interval, self._fetch_tick), name="fetch"),
         ]
 
+    async def measure(self, peer: str, interface: str | None = None, seconds: float = 5.0,
+                      streams: int = 4) -> dict[str, Any]:
+        """Active capacity test over our link to `peer` (name, id or address)."""
+        assert self.captest is not None and self.http is not None
+        links = [lk for lk in self.links.values()
+                 if peer in (lk.peer.name, lk.peer.id, lk.target[0])
+                 and (interface is None or lk.local_interface == interface)]
+        up = [lk for lk in links if lk.up]
+        if not links:
+            raise LookupError(f"no link to {peer!r}" + (f" via {interface}" if interface else ""))
+        if not up:
+            raise LookupError(f"the link to {peer!r} is down")
+        link = up[0]
+        src = sampler.source_address(link.target[0])
+        result = await self.captest.run(self.http, link.target[0], link.target[1],
+                                        seconds=seconds, streams=streams, bind_ip=src,
+                                        who=self.settings.name)
+        rates = [r for r in (result["up_mbit_s"], result["down_mbit_s"]) if r]
+        if link.local_interface and rates:
+            self.measured_mbit[link.local_interface] = max(rates)
+            self.measured_at[link.local_interface] = result["measured_at"]
+        log.info("capacity of the link to %s via %s: %s Mbit/s up, %s Mbit/s down",
+                 link.peer.name or link.target[0], link.local_interface,
+                 result["up_mbit_s"], result["down_mbit_s"])
+        return {**result, "link_id": link.id, "interface": link.local_interface,
+                "peer_name": link.peer.name}
+
     def _restart_loops(self) -> None:
         for t in self._tasks[1:4]:
             t.cancel()
@@ -898,6 +931,15 @@ class Agent:
             self._on_reply, self._on_lost, timeout_s=max(1.0, self.interval), clock=self.clock
         )
         self.probe.open(s.bind, self.port, sock=udp)
+        self.captest = CapacityTester(s.bind, s.capacity_port or self.port + 1,
+                                      allow=s.allow_capacity_tests)
+        try:
+            await self.captest.start()
+        except OSError as e:
+            log.warning("capacity test port %d is taken (%s); using a free port",
+                        s.capacity_port or self.port + 1, e.strerror)
+            self.captest.port = 0
+            await self.captest.start()
         self.http = httpx.AsyncClient(
             timeout=httpx.Timeout(2.0, connect=1.0),
             limits=httpx.Limits(max_connections=256, max_keepalive_connections=128),
@@ -971,6 +1013,8 @@ class Agent:
             await self.discovery.stop()  # sends the goodbye
         if self.probe is not None:
             self.probe.close()
+        if self.captest is not None:
+            await self.captest.stop()
         if self.http is not None:
             await self.http.aclose()
         if self._events_file is not None and self._events_file is not sys.stdout:

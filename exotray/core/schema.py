@@ -67,6 +67,7 @@ class Interface(_Model):
     tx_bytes_per_s: Rate | None
     capacity_bytes_per_s: Rate | None
     capacity_source: Literal[CAPACITY_SOURCES]  # type: ignore[valid-type]
+    capacity_measured_at: Annotated[str, Field(max_length=40)] | None = None
 
 
 class Link(_Model):

@@ -37,6 +37,10 @@ class Settings:
     probes_per_interval: int = 4
     #: the tray app notifies when peers go down and come back (links always notify)
     notify_peers: bool = True
+    #: answer other agents' active capacity tests (a bounded bulk TCP transfer)
+    allow_capacity_tests: bool = True
+    #: TCP port of the capacity test (0: the agent's port + 1)
+    capacity_port: int = 0
     events: str | None = None
     state_dir: str | None = None
     key_file: str | None = None
@@ -91,6 +95,7 @@ _TYPES: dict[str, type] = {
     "mdns_interfaces": tuple, "capacity": dict, "threshold": float, "sustain": float,
     "clear": float, "cooldown": float, "down_after": float, "probes_per_interval": int,
     "events": str, "state_dir": str, "key_file": str, "notify_peers": bool,
+    "allow_capacity_tests": bool, "capacity_port": int,
 }
 _OPTIONAL = {"events", "state_dir", "key_file"}
 _TYPE_NAMES = {

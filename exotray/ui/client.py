@@ -61,14 +61,21 @@ class AgentClient(QObject):
 
     def request(self, method: str, path: str, body: Any = None,
                 done: Callable[[Any, str | None], None] | None = None,
-                control: bool = False) -> int:
+                control: bool = False, timeout: float = 3.0) -> int:
         """Queue a request; `done(result, error)` runs on the GUI thread."""
         self._next_id += 1
         rid = self._next_id
         if done is not None:
             self._callbacks[rid] = done
-        self._jobs.put((rid, method, path, (body, control)))
+        self._jobs.put((rid, method, path, (body, control, timeout)))
         return rid
+
+    def measure(self, peer: str, interface: str | None, seconds: float,
+                done: Callable[[Any, str | None], None]) -> int:
+        """An active capacity test (takes about 2 x seconds; polling waits meanwhile)."""
+        return self.request("POST", "/v1/control/measure",
+                            {"peer": peer, "interface": interface, "seconds": seconds},
+                            done, control=True, timeout=2 * seconds + 30)
 
     def history(self, link_id: str, seconds: int,
                 done: Callable[[Any, str | None], None]) -> int:
@@ -135,7 +142,7 @@ class AgentClient(QObject):
             self._after = data["last_seq"]  # the agent restarted
 
     def _do(self, http: httpx.Client, job: tuple[int, str, str, Any]) -> None:
-        rid, method, path, (body, control) = job
+        rid, method, path, (body, control, timeout) = job
         headers = {}
         if control:
             token = read_token(self.state_dir)
@@ -144,7 +151,7 @@ class AgentClient(QObject):
                 return
             headers["authorization"] = f"Bearer {token}"
         try:
-            r = http.request(method, path, json=body, headers=headers)
+            r = http.request(method, path, json=body, headers=headers, timeout=timeout)
             data = r.json()
             if r.status_code >= 400:
                 self.replied.emit(rid, None, data.get("error") or f"HTTP {r.status_code}")

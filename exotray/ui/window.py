@@ -181,6 +181,10 @@ class MainWindow(QMainWindow):
         self.export_action = tools.addAction("Export history…", self._export_clicked)
         self.export_action.setToolTip("Save the selected link's last hour as CSV or JSON")
         self.export_action.setEnabled(False)
+        self.measure_action = tools.addAction("Measure capacity", self.measure_capacity)
+        self.measure_action.setToolTip(
+            "A 2 x 5 s bulk TCP transfer over this link; the result becomes its capacity")
+        self.measure_action.setEnabled(False)
 
         self.topology.linkSelected.connect(self.select_link)
         self.table.selectionModel().selectionChanged.connect(self._table_selected)
@@ -244,6 +248,7 @@ class MainWindow(QMainWindow):
             self._syncing = False
         link = self._link(link_id)
         self.export_action.setEnabled(self.client is not None)
+        self.measure_action.setEnabled(self.client is not None)
         self.empty.hide()
         self.details.show()
         self.details.set_link(link)
@@ -266,6 +271,29 @@ class MainWindow(QMainWindow):
             self, "Export link history", "exotray-link.csv", "CSV (*.csv);;JSON (*.json)")
         if path:
             self.export_history(path)
+
+    def measure_capacity(self, seconds: float = 5.0) -> None:
+        link = self._link(self.link_id or "")
+        if link is None or self.client is None:
+            return
+        own = {lk["id"] for lk in (self.cluster or {}).get("nodes", [{}])[0].get("links", [])}
+        if link["id"] not in own:
+            self.statusBar().showMessage("Only this node's own links can be measured from here.")
+            return
+        self.measure_action.setEnabled(False)
+        who = link.get("peer_name") or link["peer_address"]
+        self.statusBar().showMessage(f"Measuring the link to {who} (about {2 * seconds:g} s)…")
+
+        def done(result: Any, error: str | None) -> None:
+            self.measure_action.setEnabled(True)
+            if result is None:
+                self.statusBar().showMessage(f"Capacity test failed: {error}")
+                return
+            self.statusBar().showMessage(
+                f"{who} via {result['interface']}: {result['up_mbit_s']} Mbit/s up, "
+                f"{result['down_mbit_s']} Mbit/s down — now its capacity")
+
+        self.client.measure(link["peer_address"], link.get("local_interface"), seconds, done)
 
     def export_history(self, path: str) -> None:
         """Write the selected link's last hour to path (CSV, or JSON for *.json)."""

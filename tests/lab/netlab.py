@@ -200,11 +200,11 @@ class Lab:
         (OWNERS / self.tag).unlink(missing_ok=True)
 
     # -- shaping and load ------------------------------------------------------------
-    def shape(self, host: Host, rate: str = "50mbit") -> None:
+    def shape(self, host: Host, rate: str = "50mbit", burst: str = "32kbit") -> None:
         """tbf on the bridge port that *delivers* to host: a forwarding hop that queues
         (LAB.md: on the sender's own veth it throttles the socket instead)."""
         run("ip", "netns", "exec", self.br_ns, "tc", "qdisc", "replace", "dev",
-            host.bridge_port, "root", "tbf", "rate", rate, "burst", "32kbit",
+            host.bridge_port, "root", "tbf", "rate", rate, "burst", burst,
             "latency", "200ms")
 
     def iperf_server(self, host: Host) -> subprocess.Popen:

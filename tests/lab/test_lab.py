@@ -9,7 +9,9 @@ are the contract of issue 3, not benchmarks.
 from __future__ import annotations
 
 import json
+import re
 import statistics
+import sys
 import threading
 import time
 
@@ -312,3 +314,27 @@ def test_control_endpoints_refuse_other_hosts_even_with_the_token(lab2):
                    headers={"authorization": f"Bearer {token}"})
     assert r.status_code == 403
     assert a1.get("/v1/snapshot")["paused"] is False
+
+
+def test_capacity_measured_through_a_200mbit_bottleneck(lab2):
+    """tbf 200 Mbit/s on the forwarding hop, both ways; `exotray measure` from h1."""
+    lab, agents = lab2
+    h1, h2 = lab.hosts
+    lab.shape(h1, "200mbit", burst="256kbit")
+    lab.shape(h2, "200mbit", burst="256kbit")
+    a1 = agents.start(h1, name="h1", mdns=False, peers=[f"{h2.addr}:{PORT}"])
+    agents.start(h2, name="h2", mdns=False, peers=[f"{h1.addr}:{PORT}"])
+    assert wait_for(lambda: up_peer_names(a1) == {"h2"}, 10), a1.log()
+    out = h1.exec(sys.executable, "-m", "exotray", "measure", "h2", "--seconds", "4",
+                  "--state-dir", str(a1.state), timeout=60)
+    r = httpx.get(a1.url + "/v1/snapshot", trust_env=False).json()
+    iface = next(i for i in r["interfaces"] if i["name"] == h1.veth)
+    print(f"\n{out.strip()}")
+    up, down = (float(x) for x in re.findall(r"([\d.]+) Mbit/s (?:up|down)", out))
+    for rate in (up, down):
+        assert abs(rate - 200) <= 20, out  # within 10 % of the shaped 200 Mbit/s
+    def source():
+        snap = a1.get("/v1/snapshot")
+        return next(i for i in snap["interfaces"] if i["name"] == h1.veth)["capacity_source"]
+
+    assert wait_for(lambda: source() == "measured", 3), iface

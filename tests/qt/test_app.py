@@ -67,8 +67,9 @@ def test_events_become_notifications(qtbot, app):
 def test_real_peer_down_reaches_the_notifier(qtbot, app, agents):
     _, b = agents
     b.kill()
+    # down after 2.5 s without replies, seen at the app's next poll (generous under load)
     qtbot.waitUntil(lambda: any(s[0] == "Peer down: studio-2" for s in app.sent),
-                    timeout=8000)
+                    timeout=15_000)
 
 
 def test_notification_click_opens_window_on_that_link(qtbot, app):
@@ -101,3 +102,14 @@ def test_export_button_writes_the_links_history(qtbot, app, tmp_path):
     qtbot.waitUntil(lambda: out.exists() and "Exported" in w.statusBar().currentMessage(),
                     timeout=5000)
     assert out.read_text().splitlines()[0].startswith("time_utc,unix_time_s,rtt_median_ms")
+
+
+def test_measure_capacity_button(qtbot, app):
+    link = _own_link(app)
+    app.open_window(link["id"])
+    w = app.window
+    assert w.measure_action.isEnabled()
+    w.measure_capacity(seconds=1.0)
+    qtbot.waitUntil(lambda: "now its capacity" in w.statusBar().currentMessage(),
+                    timeout=15_000)
+    assert "Mbit/s up" in w.statusBar().currentMessage()

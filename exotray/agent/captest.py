@@ -1,0 +1,244 @@
+"""Active capacity test: a bounded bulk TCP transfer between two agents over one link.
+
+    initiator A                               responder B (consents, or refuses)
+    POST http://B:port/v1/capacity/session  ->  {"port": P, "token": T, "seconds": S}
+    N TCP streams to B:P, "up":   A sends for S s, B counts and reports bytes/duration
+    N TCP streams to B:P, "down": B sends for S s, A counts
+
+Each agent runs one test at a time (as initiator or responder): a second request is
+refused with a message naming the running test. A responder accepts only while a
+session it granted is open, only from the address that asked, only with the session's
+token, and never longer than the granted seconds; everything is bounded in time and
+bytes. Agents refuse all tests with `allow_capacity_tests = false`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+MAX_SECONDS = 30.0
+#: hard byte cap per direction: 30 s at 100 Gbit/s
+MAX_BYTES = int(MAX_SECONDS * 100e9 / 8)
+CHUNK = 256 * 1024
+_HEADER_MAX = 512
+
+
+class Busy(RuntimeError):
+    pass
+
+
+@dataclass
+class Session:
+    token: str
+    peer_host: str
+    seconds: float
+    streams: int
+    expires: float
+    # responder-side results of the "up" direction
+    up_bytes: int = 0
+    up_first: float | None = None
+    up_last: float | None = None
+
+
+class CapacityTester:
+    """Both roles of the capacity test for one agent."""
+
+    def __init__(self, bind: str, port: int, allow: bool = True) -> None:
+        self.bind = bind
+        self.port = port
+        self.allow = allow
+        self.busy_with: str | None = None
+        self.session: Session | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._zero = bytes(CHUNK)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.bind, self.port))
+        except OSError:
+            sock.close()
+            raise
+        sock.listen(64)
+        sock.setblocking(False)
+        self.port = sock.getsockname()[1]
+        self._server = await asyncio.start_server(self._accept, sock=sock)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    # -- responder ------------------------------------------------------------------------
+    def grant(self, peer_host: str, seconds: float, streams: int) -> dict[str, Any]:
+        """Consent to a test from peer_host (HTTP API); raises Busy or PermissionError."""
+        if not self.allow:
+            raise PermissionError("this agent does not take capacity tests "
+                                  "(allow_capacity_tests = false)")
+        if self.busy_with is not None:
+            raise Busy(f"a capacity test with {self.busy_with} is running; try again shortly")
+        seconds = max(1.0, min(float(seconds), MAX_SECONDS))
+        streams = max(1, min(int(streams), 8))
+        token = secrets.token_hex(16)
+        # Up, down, and slack for connection set-up: the session cannot outlive this.
+        self.session = Session(token, peer_host, seconds, streams,
+                               time.monotonic() + 2 * seconds + 10)
+        self.busy_with = peer_host
+        asyncio.get_running_loop().call_later(2 * seconds + 10, self._expire, token)
+        return {"port": self.port, "token": token, "seconds": seconds, "streams": streams}
+
+    def _expire(self, token: str) -> None:
+        if self.session is not None and self.session.token == token:
+            self.session = None
+            self.busy_with = None
+
+    def finish(self, token: str) -> dict[str, Any] | None:
+        """The initiator is done: report what arrived here and free the slot."""
+        s = self.session
+        if s is None or s.token != token:
+            return None
+        self.session = None
+        self.busy_with = None
+        dur = (s.up_last - s.up_first) if s.up_first and s.up_last else 0.0
+        return {"up_bytes": s.up_bytes, "up_seconds": dur}
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        try:
+            line = await asyncio.wait_for(reader.readline(), 5.0)
+            s = self.session
+            if len(line) > _HEADER_MAX or s is None or not peer or peer[0] != s.peer_host:
+                return
+            try:
+                hdr = json.loads(line)
+            except ValueError:
+                return
+            if not isinstance(hdr, dict) or not secrets.compare_digest(
+                str(hdr.get("token", "")), s.token
+            ):
+                return
+            if hdr.get("dir") == "up":
+                await self._receive(reader, s)
+            elif hdr.get("dir") == "down":
+                await self._send(writer, s.seconds)
+        except (TimeoutError, OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+    async def _receive(self, reader: asyncio.StreamReader, s: Session) -> None:
+        deadline = time.monotonic() + s.seconds + 5
+        while time.monotonic() < deadline and s.up_bytes < MAX_BYTES:
+            data = await asyncio.wait_for(reader.read(CHUNK), max(0.1, deadline - time.monotonic()))
+            if not data:
+                return
+            now = time.monotonic()
+            if s.up_first is None:
+                s.up_first = now
+            s.up_last = now
+            s.up_bytes += len(data)
+
+    async def _send(self, writer: asyncio.StreamWriter, seconds: float) -> int:
+        end = time.monotonic() + seconds
+        sent = 0
+        while time.monotonic() < end and sent < MAX_BYTES:
+            writer.write(self._zero)
+            sent += CHUNK
+            await writer.drain()
+        return sent
+
+    # -- initiator ------------------------------------------------------------------------
+    async def run(self, http: httpx.AsyncClient, host: str, api_port: int, *,
+                  seconds: float = 5.0, streams: int = 4, bind_ip: str | None = None,
+                  who: str = "") -> dict[str, Any]:
+        """Test the link to host (its agent's API at api_port); Mbit/s each way."""
+        if self.busy_with is not None:
+            raise Busy(f"a capacity test with {self.busy_with} is running; try again shortly")
+        self.busy_with = host
+        try:
+            r = await http.post(f"http://{host}:{api_port}/v1/capacity/session",
+                                json={"seconds": seconds, "streams": streams, "from": who},
+                                timeout=5.0)
+            body = r.json()
+            if r.status_code != 200:
+                raise PermissionError(f"{host} refused the test: {body.get('error', r.text)}")
+            grant = body
+            up = await self._streams(host, grant, "up", bind_ip)
+            down_bytes, down_s = await self._streams(host, grant, "down", bind_ip)
+            r = await http.post(f"http://{host}:{api_port}/v1/capacity/finish",
+                                json={"token": grant["token"]}, timeout=5.0)
+            far = r.json() if r.status_code == 200 else {}
+            up_bytes, up_s = far.get("up_bytes", up[0]), far.get("up_seconds", up[1])
+            return {
+                "peer": host,
+                "seconds": grant["seconds"],
+                "streams": grant["streams"],
+                "up_mbit_s": round(up_bytes * 8 / up_s / 1e6, 1) if up_s else None,
+                "down_mbit_s": round(down_bytes * 8 / down_s / 1e6, 1) if down_s else None,
+                "up_bytes": up_bytes,
+                "down_bytes": down_bytes,
+                "measured_at": time.time(),
+            }
+        finally:
+            self.busy_with = None
+
+    async def _streams(self, host: str, grant: dict[str, Any], direction: str,
+                       bind_ip: str | None) -> tuple[int, float]:
+        seconds = float(grant["seconds"])
+        header = (json.dumps({"token": grant["token"], "dir": direction}) + "\n").encode()
+        first: list[float] = []
+        last: list[float] = []
+        total = [0]
+
+        async def one() -> None:
+            local = (bind_ip, 0) if bind_ip else None
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(host, grant["port"], local_addr=local), 5.0)
+            try:
+                writer.write(header)
+                if direction == "up":
+                    end = time.monotonic() + seconds
+                    sent = 0
+                    while time.monotonic() < end and sent < MAX_BYTES:
+                        writer.write(self._zero)
+                        sent += CHUNK
+                        await writer.drain()
+                    writer.write_eof()
+                    await asyncio.wait_for(reader.read(), 10.0)
+                else:
+                    deadline = time.monotonic() + seconds + 5
+                    while time.monotonic() < deadline:
+                        data = await asyncio.wait_for(reader.read(CHUNK), seconds + 5)
+                        if not data:
+                            break
+                        now = time.monotonic()
+                        if not first:
+                            first.append(now)
+                        last[:] = [now]
+                        total[0] += len(data)
+            finally:
+                writer.close()
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()
+
+        await asyncio.gather(*(one() for _ in range(int(grant["streams"]))))
+        if direction == "up":
+            return 0, 0.0
+        return total[0], (last[0] - first[0]) if first and last else 0.0

@@ -1,0 +1,87 @@
+"""Active capacity tests on loopback: consent, one at a time, a clear refusal."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+import pytest
+from helpers import AgentProc, free_port, wait_for
+
+
+def _measure(a, peer, seconds=1.0):
+    tok = (a.state / "control_token").read_text().strip()
+    return httpx.post(a.url + "/v1/control/measure", timeout=30, trust_env=False,
+                      json={"peer": peer, "seconds": seconds, "streams": 2},
+                      headers={"authorization": f"Bearer {tok}"})
+
+
+@pytest.fixture
+def trio(tmp_path):
+    ports = [free_port() for _ in range(3)]
+    cfg = tmp_path / "no-tests.toml"
+    cfg.write_text("allow_capacity_tests = false\n")
+    a = AgentProc(tmp_path, "a", ports[0], [ports[1], ports[2]])
+    b = AgentProc(tmp_path, "b", ports[1], [ports[0]])
+    c = AgentProc(tmp_path, "c", ports[2], [ports[0]], "--config", str(cfg))
+    try:
+        for x in (a, b, c):
+            x.wait_ready()
+        assert wait_for(lambda: len([lk for lk in a.get("/v1/snapshot")["links"]
+                                     if lk["state"] == "up" and lk["peer_name"]]) == 2, 8)
+        yield a, b, c
+    finally:
+        for x in (a, b, c):
+            x.close()
+
+
+def test_measure_sets_a_measured_capacity(trio):
+    a, _, _ = trio
+    r = _measure(a, "b")
+    assert r.status_code == 200, r.text
+    data = r.json()
+    assert data["up_mbit_s"] > 100 and data["down_mbit_s"] > 100  # loopback is fast
+    assert data["interface"] == "lo"
+    lo = wait_for(lambda: (i := next(i for i in a.get("/v1/snapshot")["interfaces"]
+                                     if i["name"] == "lo"))["capacity_source"] == "measured"
+                  and i, 3)
+    assert lo and lo["capacity_measured_at"].endswith("Z")
+    assert lo["capacity_bytes_per_s"] == pytest.approx(
+        max(data["up_mbit_s"], data["down_mbit_s"]) * 125_000)
+
+
+def test_a_peer_can_refuse(trio):
+    a, _, _ = trio
+    r = _measure(a, "c")
+    assert r.status_code == 403 and "does not take capacity tests" in r.json()["error"]
+
+
+def test_one_test_at_a_time(trio):
+    a, _, _ = trio
+    first: list[httpx.Response] = []
+    t = threading.Thread(target=lambda: first.append(_measure(a, "b", seconds=3)))
+    t.start()
+    try:
+        time.sleep(1.0)  # the first test is transferring (it runs 2 x 3 s)
+        second = _measure(a, "b")
+        assert second.status_code == 409
+        assert "a capacity test with 127.0.0.1 is running" in second.json()["error"]
+    finally:
+        t.join(30)
+    assert first[0].status_code == 200
+
+
+def test_cli_measure(trio):
+    a, _, _ = trio
+    p = subprocess.run([sys.executable, "-m", "exotray", "measure", "b", "--seconds", "1",
+                        "--port", str(a.port), "--state-dir", str(a.state)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "Mbit/s up" in p.stdout and "now the capacity of lo" in p.stdout
+    p = subprocess.run([sys.executable, "-m", "exotray", "measure", "nobody",
+                        "--port", str(a.port), "--state-dir", str(a.state)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "no link to 'nobody'" in p.stderr
