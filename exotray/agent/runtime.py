@@ -232,6 +232,7 @@ class Agent:
         self.http: httpx.AsyncClient | None = None
         self._server: _Server | None = None
         self.discovery: Discovery | None = None
+        self._fetching: dict[str, asyncio.Task] = {}
         self._discovery_task: asyncio.Task | None = None
         self._tasks: list[asyncio.Task] = []
         self._stop = asyncio.Event()
@@ -580,11 +581,16 @@ class Agent:
         return "saturated" if link.detector.saturated else "up"
 
     async def _fetch_tick(self) -> None:
-        if self.paused:
-            return
-        peers = [p for p in self.peers.values() if p.addresses]
-        if peers:
-            await asyncio.gather(*(self._fetch(p) for p in peers))
+        """Start a fetch for every peer whose previous one has finished: a slow or
+        hostile peer (slowloris) delays only itself, never the others' fetches."""
+        if not self.paused:
+            for p in self.peers.values():
+                running = self._fetching.get(p.key)
+                if p.addresses and (running is None or running.done()):
+                    self._fetching[p.key] = asyncio.create_task(self._fetch(p),
+                                                                name=f"fetch-{p.key}")
+        for key in [k for k, t in self._fetching.items() if t.done()]:
+            del self._fetching[key]
         self._prune(self.clock())
 
     def _prune(self, now: float) -> None:
@@ -1005,8 +1011,11 @@ class Agent:
                 await asyncio.wait_for(api, 5.0)
             except (TimeoutError, asyncio.CancelledError):
                 api.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for t in self._fetching.values():
+            t.cancel()
+        await asyncio.gather(*self._tasks, *self._fetching.values(), return_exceptions=True)
         self._tasks = []
+        self._fetching = {}
         if self._discovery_task is not None:
             await asyncio.gather(self._discovery_task, return_exceptions=True)
         if self.discovery is not None:
