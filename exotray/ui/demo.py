@@ -25,6 +25,8 @@ from pathlib import Path
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+from exotray.ui.supervisor import agent_command
+
 log = logging.getLogger(__name__)
 
 SMALL_MBIT = 40.0
@@ -90,11 +92,13 @@ def start_agents(tmp: Path) -> list[tuple[subprocess.Popen, int, Path]]:
         state = tmp / name
         (tmp / f"{name}.toml").write_text("# the demo's Preferences are saved here\n")
         cap = SMALL_MBIT if i == 0 else LARGE_MBIT
-        args = [sys.executable, "-m", "exotray", "agent", "--name", name, "--bind", "127.0.0.1",
-                "--port", str(ports[i]), "--no-mdns", "--state-dir", str(state),
-                "--config", str(tmp / f"{name}.toml"), "--capacity", f"lo={cap:g}"]
+        extra = ["--name", name, "--bind", "127.0.0.1", "--port", str(ports[i]), "--no-mdns",
+                 "--state-dir", str(state), "--config", str(tmp / f"{name}.toml"),
+                 "--capacity", f"lo={cap:g}"]
         for j in peers[i]:
-            args += ["--peer", f"127.0.0.1:{ports[j]}"]
+            extra += ["--peer", f"127.0.0.1:{ports[j]}"]
+        program, rest = agent_command(extra)  # works frozen in a bundle too
+        args = [program, *rest]
         agents.append((subprocess.Popen(args), ports[i], state))
     return agents
 
