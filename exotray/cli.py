@@ -47,7 +47,9 @@ def _agent_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", metavar="FILE",
                    help=f"TOML settings file (default {default_config_path()} if it exists)")
     p.add_argument("--state-dir", metavar="DIR", help="where the node id and tokens live")
-    p.add_argument("--key-file", metavar="FILE", help="cluster key (not implemented yet)")
+    p.add_argument("--key-file", metavar="FILE",
+                   help="cluster key: snapshots and probes are authenticated (HMAC) and "
+                        "peers without the key are refused")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
@@ -94,14 +96,14 @@ def cmd_agent(args: argparse.Namespace) -> int:
     except SettingsError as e:
         print(f"exotray agent: {e}", file=sys.stderr)
         return 2
-    if args.key_file:
-        print("exotray agent: --key-file is not supported yet", file=sys.stderr)
-        return 2
-    from exotray.agent.runtime import run
+    from exotray.agent.runtime import KeyError_, run
 
     config_file = Path(args.config) if args.config else default_config_path()
     try:
         return asyncio.run(run(settings, config_file))
+    except KeyError_ as e:
+        print(f"exotray agent: {e}", file=sys.stderr)
+        return 2
     except OSError as e:
         print(f"exotray agent: cannot listen on {settings.bind}:{settings.port}: {e.strerror}",
               file=sys.stderr)
@@ -165,7 +167,10 @@ def diagnostics(cluster: dict) -> list[str]:
     for peer in cluster.get("peers", []):
         who = peer.get("name") or peer.get("key")
         where = ", ".join(peer.get("addresses", [])) or "(address not resolved yet)"
-        if not peer.get("up"):
+        if (peer.get("last_error") or "").startswith("unauthenticated"):
+            notes.append(f"peer {who} at {where} does not have this cluster's key (or has "
+                         "another): its probes and snapshot are refused.")
+        elif not peer.get("up"):
             port = where.rsplit(":", 1)[-1] if peer.get("addresses") else "?"
             notes.append(
                 f"peer {who} at {where} does not answer probes: is its agent running, and "

@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from exotray.agent import captest, control
+from exotray.agent.runtime import SIGNATURE_HEADER, sign
 from exotray.core.settings import SettingsError
 
 if TYPE_CHECKING:
@@ -46,7 +47,10 @@ def _number(request: Request, name: str, default: float, lo: float, hi: float) -
 
 def create_app(agent: Agent) -> Starlette:
     async def snapshot(request: Request) -> JSONResponse:
-        return JSONResponse(agent.snapshot())
+        resp = JSONResponse(agent.snapshot())
+        if agent.key is not None:  # peers with the cluster key check this signature
+            resp.headers[SIGNATURE_HEADER] = sign(agent.key, resp.body)
+        return resp
 
     async def cluster(request: Request) -> JSONResponse:
         return JSONResponse(agent.cluster())

@@ -18,6 +18,8 @@ come from another address than the one probed, are dropped and counted as well.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import logging
 import os
 import socket
@@ -35,6 +37,8 @@ REQUEST = 1
 REPLY = 2
 _FMT = struct.Struct("!4sBBHQqqq")
 PROBE_LEN = _FMT.size  # 40
+#: with a cluster key, each probe carries a truncated HMAC-SHA256 of its 40 bytes
+TAG_LEN = 16
 
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; Python lacks the constant
 SO_TIMESTAMP_DARWIN = 0x0400
@@ -62,6 +66,26 @@ class Probe:
 
 class ProbeError(ValueError):
     pass
+
+
+def tag(key: bytes, body: bytes) -> bytes:
+    return hmac.new(key, body, hashlib.sha256).digest()[:TAG_LEN]
+
+
+def seal(key: bytes | None, body: bytes) -> bytes:
+    return body + tag(key, body) if key else body
+
+
+def unseal(key: bytes | None, data: bytes) -> bytes:
+    """The probe body of a datagram, checking its tag when a key is set."""
+    if not key:
+        return data
+    if len(data) != PROBE_LEN + TAG_LEN:
+        raise ProbeError("size")
+    body, got = data[:PROBE_LEN], data[PROBE_LEN:]
+    if not hmac.compare_digest(got, tag(key, body)):
+        raise ProbeError("auth")
+    return body
 
 
 def encode(p: Probe) -> bytes:
@@ -109,7 +133,9 @@ class ProbeSocket:
         *,
         timeout_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        key: bytes | None = None,
     ) -> None:
+        self.key = key
         self.on_reply = on_reply
         self.on_lost = on_lost
         self.timeout_s = timeout_s
@@ -131,6 +157,7 @@ class ProbeSocket:
             "requests_reflected": 0,
             "requests_rate_limited": 0,
             "datagrams_malformed": 0,
+            "datagrams_unauthenticated": 0,
         }
 
     # -- lifecycle -------------------------------------------------------------------
@@ -179,7 +206,7 @@ class ProbeSocket:
         now = self.clock()
         t1 = time.time_ns()
         try:
-            self.sock.sendto(encode(Probe(REQUEST, seq, t1, 0, 0)), target)
+            self.sock.sendto(seal(self.key, encode(Probe(REQUEST, seq, t1, 0, 0))), target)
         except OSError as e:
             # Unreachable network, interface down, buffer full: the link learns it as loss.
             self.counters["probe_send_errors"] += 1
@@ -212,7 +239,8 @@ class ProbeSocket:
             return
         for _ in range(256):  # bounded, so a flood cannot starve the loop
             try:
-                data, anc, _flags, addr = sock.recvmsg(PROBE_LEN + 1, socket.CMSG_SPACE(16))
+                data, anc, _flags, addr = sock.recvmsg(PROBE_LEN + TAG_LEN + 1,
+                                                       socket.CMSG_SPACE(16))
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
@@ -239,9 +267,10 @@ class ProbeSocket:
     def datagram(self, data: bytes, addr: tuple, rx_ns: int) -> None:
         """Handle one received datagram (public so tests can feed it directly)."""
         try:
-            p = decode(data)
-        except ProbeError:
-            self.counters["datagrams_malformed"] += 1
+            p = decode(unseal(self.key, data))
+        except ProbeError as e:
+            self.counters["datagrams_unauthenticated" if str(e) == "auth"
+                          else "datagrams_malformed"] += 1
             return
         if p.type == REQUEST:
             self._reflect(p, addr, rx_ns)
@@ -272,7 +301,7 @@ class ProbeSocket:
             self.counters["requests_rate_limited"] += 1
             return
         assert self.sock is not None
-        out = encode(Probe(REPLY, p.seq, p.t1, rx_ns, time.time_ns()))
+        out = seal(self.key, encode(Probe(REPLY, p.seq, p.t1, rx_ns, time.time_ns())))
         try:
             self.sock.sendto(out, addr)
             self.counters["requests_reflected"] += 1

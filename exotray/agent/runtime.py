@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import hmac
 import ipaddress
 import json
 import logging
@@ -85,6 +86,7 @@ class Peer:
     reachable: bool = False
     last_error: str | None = None
     was_up: bool = False
+    authenticated: bool = False
     down_since: float | None = None
     resolve_after: float = 0.0
 
@@ -169,6 +171,32 @@ def bind_pair(bind: str, port: int, attempts: int = 20) -> tuple[socket.socket, 
     raise OSError(f"no port free for both TCP and UDP on {bind}")
 
 
+SIGNATURE_HEADER = "x-exotray-signature"
+
+
+class KeyError_(ValueError):
+    pass
+
+
+def load_key(path: Path) -> bytes:
+    """The cluster key (its bytes, surrounding whitespace removed); never logged."""
+    try:
+        key = path.read_bytes().strip()
+        mode = path.stat().st_mode
+    except OSError as e:
+        raise KeyError_(f"cannot read the cluster key file {path}: {e.strerror}") from None
+    if len(key) < 16:
+        raise KeyError_(f"the cluster key in {path} is too short: use at least 16 bytes "
+                        "(e.g. `head -c 32 /dev/urandom | base64 > key`)")
+    if mode & 0o077:
+        log.warning("the cluster key file %s is readable by other users", path)
+    return key
+
+
+def sign(key: bytes, body: bytes) -> str:
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
+
+
 def load_node_id(state_dir: Path) -> str:
     """This node's stable id, created once in the state dir."""
     path = state_dir / "node_id"
@@ -198,6 +226,7 @@ class Agent:
     ) -> None:
         self.settings = settings.validate()
         self.clock = clock
+        self.key = load_key(Path(settings.key_file)) if settings.key_file else None
         self.state_dir = Path(settings.state_dir) if settings.state_dir else paths.state_dir()
         self.node_id = load_node_id(self.state_dir)
         self.classifier = classifier or InterfaceClassifier()
@@ -223,7 +252,8 @@ class Agent:
         self._subtick = 0
         self._events_file: TextIO | None = None
         self.events = EventLog(sinks=[self._log_event])
-        self.counters: dict[str, int] = {"snapshots_rejected": 0, "fetch_errors": 0}
+        self.counters: dict[str, int] = {"snapshots_rejected": 0, "fetch_errors": 0,
+                                         "snapshots_unauthenticated": 0}
         self.rejections: dict[str, int] = {}
         self._throttled = _Throttled(clock)
         self.last_sample: float | None = None
@@ -634,6 +664,18 @@ class Agent:
                         body += chunk
                         if len(body) > MAX_SNAPSHOT_BYTES:
                             raise SnapshotRejected("too_large", f"over {MAX_SNAPSHOT_BYTES} bytes")
+            if self.key is not None:
+                got = resp.headers.get(SIGNATURE_HEADER, "")
+                if not hmac.compare_digest(got, sign(self.key, bytes(body))):
+                    peer.authenticated = False
+                    peer.snapshot = None
+                    peer.reachable = True
+                    peer.last_error = "unauthenticated: no or wrong cluster key"
+                    self.counters["snapshots_unauthenticated"] += 1
+                    self._throttled(f"auth:{peer.key}", logging.WARNING,
+                                    "peer %s: snapshot without a valid cluster-key signature; "
+                                    "not used", peer.key)
+                    return
             expected = peer.id if "mdns" in peer.sources else None
             snap = parse_snapshot(bytes(body), own_id=self.node_id, expected_id=expected)
         except SnapshotRejected as e:
@@ -656,6 +698,7 @@ class Agent:
             )
             return
         peer.snapshot = snap
+        peer.authenticated = self.key is not None
         peer.snapshot_at = self.clock()
         peer.reachable = True
         peer.last_error = None
@@ -772,7 +815,8 @@ class Agent:
     def cluster(self) -> dict[str, Any]:
         now = self.clock()
         own = self.snapshot()
-        nodes = [{**own, "age_s": own["data_age_s"], "reachable": True, "authenticated": False}]
+        nodes = [{**own, "age_s": own["data_age_s"], "reachable": True,
+                  "authenticated": self.key is not None}]
         for p in self.peers.values():
             if p.snapshot is None or p.snapshot_at is None:
                 continue
@@ -782,7 +826,7 @@ class Agent:
                     **dump(p.snapshot),
                     "age_s": round(age, 3),
                     "reachable": p.reachable,
-                    "authenticated": False,
+                    "authenticated": p.authenticated,
                 }
             )
         peers = [
@@ -794,6 +838,7 @@ class Agent:
                 "addresses": [f"{a}:{port}" for a, port in p.addresses],
                 "up": p.was_up,
                 "reachable": p.reachable,
+                "authenticated": p.authenticated,
                 "last_error": p.last_error,
             }
             for p in self.peers.values()
@@ -934,7 +979,8 @@ class Agent:
         tcp, udp = bind_pair(s.bind, s.port)
         self.port = tcp.getsockname()[1]
         self.probe = ProbeSocket(
-            self._on_reply, self._on_lost, timeout_s=max(1.0, self.interval), clock=self.clock
+            self._on_reply, self._on_lost, timeout_s=max(1.0, self.interval), clock=self.clock,
+            key=self.key,
         )
         self.probe.open(s.bind, self.port, sock=udp)
         self.captest = CapacityTester(s.bind, s.capacity_port or self.port + 1,
