@@ -799,6 +799,10 @@ class Agent:
             counters.update(self.probe.counters)
         for k, v in self.rates.rejected.items():
             counters[f"rates_rejected_{k}"] = v
+        try:
+            counters["asyncio_tasks"] = len(asyncio.all_tasks())
+        except RuntimeError:  # no running loop (a test calling snapshot() directly)
+            counters["asyncio_tasks"] = 0
         return {
             "schema": SCHEMA_VERSION,
             "node": {"id": self.node_id, "name": self.settings.name, "version": __version__},
