@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -26,6 +27,25 @@ if TYPE_CHECKING:
 
 MAX_HISTORY_S = 3600.0
 MAX_BODY = 64 * 1024
+#: request line + headers; uvicorn only bounds *incomplete* header data
+MAX_HEAD = 16 * 1024
+
+
+class HeadLimit:
+    """Refuse requests whose headers and query string exceed MAX_HEAD (431)."""
+
+    def __init__(self, app: object) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: object, send: object) -> None:
+        if scope["type"] == "http":
+            size = len(scope.get("query_string", b"")) + len(scope.get("raw_path") or b"")
+            size += sum(len(k) + len(v) for k, v in scope.get("headers", []))
+            if size > MAX_HEAD:
+                await JSONResponse({"error": f"request headers over {MAX_HEAD} bytes"},
+                                   status_code=431)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)  # type: ignore[operator]
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -212,6 +232,7 @@ def create_app(agent: Agent) -> Starlette:
         )
 
     return Starlette(
+        middleware=[Middleware(HeadLimit)],
         routes=[
             Route("/", index),
             Route("/v1/snapshot", snapshot),

@@ -100,3 +100,12 @@ def test_pause_and_resume(agent):
     assert r.json()["paused"] is False
     assert _call(agent, "POST", "/v1/control/pause", agent.token,
                  json={"paused": "yes"}).status_code == 400
+
+
+def test_oversized_headers_are_refused(agent):
+    r = httpx.get(agent.url + "/v1/snapshot", headers={"x-big": "a" * 100_000},
+                  trust_env=False)
+    assert r.status_code == 431
+    r = httpx.get(agent.url + "/v1/snapshot", params={"q": "a" * 50_000}, trust_env=False)
+    assert r.status_code == 431
+    assert httpx.get(agent.url + "/v1/snapshot", trust_env=False).status_code == 200
