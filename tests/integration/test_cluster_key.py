@@ -40,8 +40,10 @@ def test_right_key_accepted_wrong_key_refused(trio):
     def settled():
         cl = a.get("/v1/cluster")
         peers = {p["key"].split(":")[-1]: p for p in cl["peers"]}
+        b_up = any(lk["peer_port"] == b.port and lk["state"] == "up"
+                   for lk in cl["nodes"][0]["links"])
         return (len(cl["nodes"]) == 2 and peers[str(c.port)]["last_error"]
-                and peers[str(b.port)]["authenticated"]) and cl
+                and peers[str(b.port)]["authenticated"] and b_up) and cl
 
     cluster = wait_for(settled, 8)
     assert cluster, a.get("/v1/cluster")
