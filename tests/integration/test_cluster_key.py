@@ -42,7 +42,8 @@ def test_right_key_accepted_wrong_key_refused(trio):
         peers = {p["key"].split(":")[-1]: p for p in cl["peers"]}
         b_up = any(lk["peer_port"] == b.port and lk["state"] == "up"
                    for lk in cl["nodes"][0]["links"])
-        return (len(cl["nodes"]) == 2 and peers[str(c.port)]["last_error"]
+        return (len(cl["nodes"]) == 2
+                and "unauthenticated" in (peers[str(c.port)]["last_error"] or "")
                 and peers[str(b.port)]["authenticated"] and b_up) and cl
 
     cluster = wait_for(settled, 8)
