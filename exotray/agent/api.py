@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from exotray.agent import captest, control
-from exotray.agent.runtime import SIGNATURE_HEADER, sign
+from exotray.agent.runtime import SIGNATURE_HEADER, KeyError_, sign
 from exotray.core.settings import SettingsError
 
 if TYPE_CHECKING:
@@ -141,12 +141,15 @@ def create_app(agent: Agent) -> Starlette:
             new = control.validate_changes(agent.settings, changes)
         except (ValueError, SettingsError) as e:
             return _error(400, str(e))
+        try:
+            agent.reconfigure(new)
+        except KeyError_ as e:
+            return _error(400, str(e))
         if agent.config_file is not None:
             try:
                 control.save(agent.config_file, new)
             except (OSError, SettingsError) as e:
-                return _error(500, f"settings not saved: {e}")
-        agent.reconfigure(new)
+                return _error(500, f"settings applied but not saved: {e}")
         return JSONResponse(_settings_view())
 
     async def control_pause(request: Request) -> JSONResponse:

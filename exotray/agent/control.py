@@ -24,7 +24,8 @@ from exotray.core.settings import Settings, SettingsError, from_mapping
 log = logging.getLogger(__name__)
 
 #: what Preferences may change at run time
-EDITABLE = ("interval", "threshold", "sustain", "clear", "capacity", "notify_peers")
+EDITABLE = ("interval", "threshold", "sustain", "clear", "capacity", "notify_peers",
+            "key_file")
 
 
 def load_or_create_token(state_dir: Path) -> str:
@@ -80,7 +81,11 @@ def save(config_path: Path, new: Settings) -> None:
         pass
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise SettingsError(f"cannot update {config_path}: {e}") from None
-    data.update(editable(new))
+    for k, v in editable(new).items():
+        if v is None:  # TOML has no null: an unset setting is an absent key
+            data.pop(k, None)
+        else:
+            data[k] = v
     config_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = config_path.with_name(config_path.name + ".tmp")
     with open(tmp, "wb") as f:

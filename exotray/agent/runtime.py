@@ -890,8 +890,16 @@ class Agent:
 
     # -- control ---------------------------------------------------------------------
     def reconfigure(self, new: Settings) -> None:
-        """Apply changed settings without a restart (Preferences)."""
-        old, self.settings = self.settings, new.validate()
+        """Apply changed settings without a restart (Preferences). A new cluster key file
+        is read first: a bad one raises KeyError_ and changes nothing."""
+        new.validate()
+        if new.key_file != self.settings.key_file:
+            self.key = load_key(Path(new.key_file)) if new.key_file else None
+            if self.probe is not None:
+                self.probe.key = self.key
+            for p in self.peers.values():
+                p.authenticated = False
+        old, self.settings = self.settings, new
         self.sat_params = SaturationParams(
             threshold=new.threshold, sustain_s=new.sustain, clear_s=new.clear,
             cooldown_s=new.cooldown,
@@ -912,7 +920,7 @@ class Agent:
             if self._tasks:
                 self._restart_loops()
         changed = {k: getattr(new, k) for k in ("interval", "threshold", "sustain", "clear",
-                                               "capacity", "notify_peers")
+                                               "capacity", "notify_peers", "key_file")
                    if getattr(new, k) != getattr(old, k)}
         log.info("settings changed: %s", changed or "nothing")
 

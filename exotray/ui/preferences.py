@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -46,6 +47,10 @@ class Preferences(QDialog):
         self.clear = _spin(0, 600, 1, 1, " s")
         self.interval = _spin(0.1, 60, 0.5, 2, " s")
         self.notify_peers = QCheckBox("Notify when a peer goes down or comes back")
+        self.key_file = QLineEdit()
+        self.key_file.setPlaceholderText("none: snapshots and probes are not authenticated")
+        self.key_file.setToolTip("A file holding the cluster's shared secret (16 bytes or "
+                                 "more). Agents with another key, or none, are refused.")
         self.login = QCheckBox("Start exotray at login")
         self.capacity = QTableWidget(0, 3)
         self.capacity.setHorizontalHeaderLabels(["Interface", "Detected", "Override (Mbit/s)"])
@@ -59,6 +64,7 @@ class Preferences(QDialog):
         form.addRow("…for at least", self.sustain)
         form.addRow("Cleared after", self.clear)
         form.addRow("Probe interval", self.interval)
+        form.addRow("Cluster key file", self.key_file)
         form.addRow(self.notify_peers)
         form.addRow(self.login)
         buttons = QDialogButtonBox(
@@ -93,6 +99,7 @@ class Preferences(QDialog):
         self.clear.setValue(s["clear"])
         self.interval.setValue(s["interval"])
         self.notify_peers.setChecked(s["notify_peers"])
+        self.key_file.setText(s.get("key_file") or "")
         overrides: dict[str, float] = dict(s.get("capacity") or {})
         ifaces = []
         if self._cluster:
@@ -141,6 +148,7 @@ class Preferences(QDialog):
             "interval": self.interval.value(),
             "notify_peers": self.notify_peers.isChecked(),
             "capacity": capacity,
+            "key_file": self.key_file.text().strip() or None,
         }
 
     def save(self) -> None:

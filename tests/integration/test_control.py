@@ -50,12 +50,13 @@ def test_settings_round_trip_applied_live_and_saved(agent):
     r = _call(agent, "GET", "/v1/control/settings", agent.token)
     assert r.status_code == 200
     assert r.json()["settings"] == {"interval": 1.0, "threshold": 0.9, "sustain": 3.0,
-                                    "clear": 5.0, "capacity": {"lo": 100}, "notify_peers": True}
+                                    "clear": 5.0, "capacity": {"lo": 100}, "notify_peers": True,
+                                    "key_file": None}
     change = {"threshold": 0.8, "sustain": 2, "clear": 4, "interval": 0.5,
               "capacity": {"lo": 1000, "eth9": 50}, "notify_peers": False}
     r = _call(agent, "PUT", "/v1/control/settings", agent.token, json=change)
     assert r.status_code == 200, r.text
-    assert r.json()["settings"] == {**change, "sustain": 2, "clear": 4}
+    assert r.json()["settings"] == {**change, "sustain": 2, "clear": 4, "key_file": None}
     # Applied without restart: the new capacity shows in the snapshot, the new interval
     # in its interval_s.
     snap = wait_for(lambda: (s := agent.get("/v1/snapshot"))["interval_s"] == 0.5 and s, 3)
@@ -109,3 +110,23 @@ def test_oversized_headers_are_refused(agent):
     r = httpx.get(agent.url + "/v1/snapshot", params={"q": "a" * 50_000}, trust_env=False)
     assert r.status_code == 431
     assert httpx.get(agent.url + "/v1/snapshot", trust_env=False).status_code == 200
+
+
+def test_cluster_key_set_live_and_a_bad_one_refused(agent, tmp_path):
+    short = tmp_path / "short"
+    short.write_text("tiny")
+    r = _call(agent, "PUT", "/v1/control/settings", agent.token, json={"key_file": str(short)})
+    assert r.status_code == 400 and "too short" in r.json()["error"]
+    key = tmp_path / "key"
+    key.write_text("a cluster key of some length\n")
+    key.chmod(0o600)
+    r = _call(agent, "PUT", "/v1/control/settings", agent.token, json={"key_file": str(key)})
+    assert r.status_code == 200
+    snap = httpx.get(agent.url + "/v1/snapshot", trust_env=False)
+    assert "x-exotray-signature" in snap.headers  # signed from now on
+    assert tomllib.loads(agent.config.read_text())["key_file"] == str(key)
+    r = _call(agent, "PUT", "/v1/control/settings", agent.token, json={"key_file": None})
+    assert r.status_code == 200
+    assert "x-exotray-signature" not in httpx.get(agent.url + "/v1/snapshot",
+                                                  trust_env=False).headers
+    assert "key_file" not in tomllib.loads(agent.config.read_text())
