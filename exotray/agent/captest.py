@@ -156,6 +156,7 @@ class CapacityTester:
             s.up_bytes += len(data)
 
     async def _send(self, writer: asyncio.StreamWriter, seconds: float) -> int:
+        """Zeros for `seconds` (or until MAX_BYTES), at the pace TCP allows."""
         end = time.monotonic() + seconds
         sent = 0
         while time.monotonic() < end and sent < MAX_BYTES:
@@ -214,12 +215,7 @@ class CapacityTester:
             try:
                 writer.write(header)
                 if direction == "up":
-                    end = time.monotonic() + seconds
-                    sent = 0
-                    while time.monotonic() < end and sent < MAX_BYTES:
-                        writer.write(self._zero)
-                        sent += CHUNK
-                        await writer.drain()
+                    await self._send(writer, seconds)
                     writer.write_eof()
                     await asyncio.wait_for(reader.read(), 10.0)
                 else:

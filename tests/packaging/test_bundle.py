@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from helpers import free_port
 
 import exotray
 
@@ -29,20 +29,6 @@ pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("PyInstaller") is None,
                        reason="PyInstaller is not installed (pip install -e '.[package]')"),
 ]
-
-
-def free_port() -> int:
-    for _ in range(50):
-        with socket.socket() as t:
-            t.bind(("127.0.0.1", 0))
-            port = t.getsockname()[1]
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-                try:
-                    u.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-            return port
-    raise OSError("no free port")
 
 
 @pytest.mark.timeout(900)
