@@ -59,6 +59,8 @@ log = logging.getLogger(__name__)
 
 #: a peer whose latest snapshot is older than this leaves the cluster view
 PEER_FORGET_S = 600.0
+#: an mDNS address that never answered for this long, while another does, is dropped
+STALE_ADDRESS_S = 15.0
 #: route lookups (which local interface reaches a peer address) are refreshed this often
 ROUTE_REFRESH_S = 5.0
 #: counter readings per interval (rates are sliding averages over one interval)
@@ -624,7 +626,24 @@ class Agent:
         self._prune(self.clock())
 
     def _prune(self, now: float) -> None:
-        """Forget stale snapshots, and mDNS peers that have been down for too long."""
+        """Forget stale snapshots, and mDNS peers that have been down for too long.
+
+        Also drop an mDNS address that has never answered for STALE_ADDRESS_S while
+        another address of the same peer answers: mDNS caches keep an old address
+        (after a DHCP change) for minutes, and its link would show down all that time.
+        """
+        for p in list(self.peers.values()):
+            links = [lk for lk in self.links.values() if lk.peer is p]
+            if any(lk.up for lk in links):
+                for lk in links:
+                    if (lk.target in p.mdns_targets and lk.target not in p.manual_targets
+                            and lk.last_reply is None and lk.first_probe is not None
+                            and now - lk.first_probe > STALE_ADDRESS_S):
+                        log.info("peer %s: address %s never answered while another does; "
+                                 "dropping it (a stale mDNS record?)", p.name or p.key,
+                                 lk.target[0])
+                        p.mdns_targets = [t for t in p.mdns_targets if t != lk.target]
+                        self._set_targets(p)
         for p in list(self.peers.values()):
             if p.snapshot_at is not None and now - p.snapshot_at > PEER_FORGET_S:
                 p.snapshot = None

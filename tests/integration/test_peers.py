@@ -89,3 +89,25 @@ def test_peer_that_replied_then_went_silent(tmp_path):
     clock.t += PEER_FORGET_S + 1
     agent._prune(clock())
     assert agent.peers == {} and agent.links == {}
+
+
+def test_stale_mdns_address_is_dropped_once_another_answers(tmp_path):
+    agent, clock = _agent(tmp_path)
+    agent.mdns_found(_rec(addrs=("10.213.0.2", "10.213.0.12")))  # .2 is a cached old one
+    for lk in agent.links.values():
+        lk.first_probe = clock()
+    agent._on_reply(("10.213.0.12", 52480), clock(), 0.3)
+    clock.t += 10
+    agent._prune(clock())
+    assert len(agent.links) == 2  # not yet
+    clock.t += 6
+    agent._on_reply(("10.213.0.12", 52480), clock(), 0.3)
+    agent._prune(clock())
+    assert list(agent.links) == [("10.213.0.12", 52480)]
+    # A peer whose only address never answered keeps it (it is simply down).
+    agent2, clock2 = _agent(tmp_path / "b")
+    agent2.mdns_found(_rec(addrs=("10.213.0.9",)))
+    next(iter(agent2.links.values())).first_probe = clock2()
+    clock2.t += 60
+    agent2._prune(clock2())
+    assert len(agent2.links) == 1
