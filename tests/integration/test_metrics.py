@@ -21,7 +21,8 @@ def pair(tmp_path):
         a.wait_ready()
         b.wait_ready()
         assert wait_for(lambda: [lk for lk in a.get("/v1/snapshot")["links"]
-                                 if lk["state"] == "up" and lk["rtt_ms"]], 5)
+                                 if lk["state"] == "up" and lk["rtt_ms"]
+                                 and lk["peer_name"] == "studio-2"], 5)
         yield a, b
     finally:
         a.close()
