@@ -96,12 +96,12 @@ def cmd_agent(args: argparse.Namespace) -> int:
     except SettingsError as e:
         print(f"exotray agent: {e}", file=sys.stderr)
         return 2
-    from exotray.agent.runtime import KeyError_, run
+    from exotray.agent.runtime import ClusterKeyError, run
 
     config_file = Path(args.config) if args.config else default_config_path()
     try:
         return asyncio.run(run(settings, config_file))
-    except KeyError_ as e:
+    except ClusterKeyError as e:
         print(f"exotray agent: {e}", file=sys.stderr)
         return 2
     except OSError as e:
@@ -186,18 +186,7 @@ def diagnostics(cluster: dict) -> list[str]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    import httpx
-
-    url = f"http://{args.host}:{args.port}/v1/cluster"
-    try:
-        r = httpx.get(url, timeout=3.0, trust_env=False)
-        r.raise_for_status()
-        cluster = r.json()
-    except httpx.HTTPError as e:
-        print(f"exotray status: no exotray agent answered at {args.host}:{args.port} ({e}).\n"
-              "Start one with `exotray agent` (or the tray app), or give --port.",
-              file=sys.stderr)
-        return 1
+    cluster = _get(args, "/v1/cluster")
     if args.json:
         json.dump(cluster, sys.stdout, indent=2)
         print()
@@ -214,8 +203,9 @@ def _get(args: argparse.Namespace, path: str, **params: object) -> dict:
     try:
         r = httpx.get(url, params=params, timeout=5.0, trust_env=False)
     except httpx.HTTPError as e:
-        raise SystemExit(f"exotray: no exotray agent answered at {args.host}:{args.port} ({e}). "
-                         "Start one with `exotray agent`, or give --port.") from None
+        raise SystemExit(f"exotray {args.command}: no exotray agent answered at {args.host}:"
+                         f"{args.port} ({e}).\nStart one with `exotray agent` (or the tray "
+                         "app), or give --port.") from None
     if r.status_code != 200:
         try:
             detail = r.json().get("error", r.text)

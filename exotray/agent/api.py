@@ -18,8 +18,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from exotray.agent import captest, control
-from exotray.agent.runtime import SIGNATURE_HEADER, KeyError_, sign
+from exotray.agent import captest, control, metrics
+from exotray.agent.runtime import SIGNATURE_HEADER, ClusterKeyError, sign
 from exotray.core.settings import SettingsError
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ def create_app(agent: Agent) -> Starlette:
             return _error(400, str(e))
         try:
             agent.reconfigure(new)
-        except KeyError_ as e:
+        except ClusterKeyError as e:
             return _error(400, str(e))
         if agent.config_file is not None:
             try:
@@ -163,8 +163,6 @@ def create_app(agent: Agent) -> Starlette:
             return _error(400, 'expected {"paused": true|false}')
         agent.set_paused(body["paused"])
         return JSONResponse(_settings_view())
-
-    from exotray.agent import metrics
 
     registry = metrics.registry_for(agent)
 

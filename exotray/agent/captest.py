@@ -45,7 +45,6 @@ class Session:
     peer_host: str
     seconds: float
     streams: int
-    expires: float
     # responder-side results of the "up" direction
     up_bytes: int = 0
     up_first: float | None = None
@@ -95,10 +94,9 @@ class CapacityTester:
         seconds = max(1.0, min(float(seconds), MAX_SECONDS))
         streams = max(1, min(int(streams), 8))
         token = secrets.token_hex(16)
-        # Up, down, and slack for connection set-up: the session cannot outlive this.
-        self.session = Session(token, peer_host, seconds, streams,
-                               time.monotonic() + 2 * seconds + 10)
+        self.session = Session(token, peer_host, seconds, streams)
         self.busy_with = peer_host
+        # Up, down, and slack for connection set-up: the session cannot outlive this.
         asyncio.get_running_loop().call_later(2 * seconds + 10, self._expire, token)
         return {"port": self.port, "token": token, "seconds": seconds, "streams": streams}
 

@@ -176,8 +176,8 @@ def bind_pair(bind: str, port: int, attempts: int = 20) -> tuple[socket.socket, 
 SIGNATURE_HEADER = "x-exotray-signature"
 
 
-class KeyError_(ValueError):
-    pass
+class ClusterKeyError(ValueError):
+    """The cluster key file cannot be read or is too short."""
 
 
 def load_key(path: Path) -> bytes:
@@ -186,9 +186,9 @@ def load_key(path: Path) -> bytes:
         key = path.read_bytes().strip()
         mode = path.stat().st_mode
     except OSError as e:
-        raise KeyError_(f"cannot read the cluster key file {path}: {e.strerror}") from None
+        raise ClusterKeyError(f"cannot read the cluster key file {path}: {e.strerror}") from None
     if len(key) < 16:
-        raise KeyError_(f"the cluster key in {path} is too short: use at least 16 bytes "
+        raise ClusterKeyError(f"the cluster key in {path} is too short: use at least 16 bytes "
                         "(e.g. `head -c 32 /dev/urandom | base64 > key`)")
     if mode & 0o077:
         log.warning("the cluster key file %s is readable by other users", path)
@@ -268,7 +268,6 @@ class Agent:
         self._discovery_task: asyncio.Task | None = None
         self._tasks: list[asyncio.Task] = []
         self._stop = asyncio.Event()
-        self.started = asyncio.Event()
         self.paused = False
         self.config_file: Path | None = None
         self.control_token: str | None = None
@@ -440,11 +439,13 @@ class Agent:
         if self.paused:
             return
         limit = self.settings.down_after * self.interval
+        up_peers: set[int] = set()
         for link in self.links.values():
             link.up = link.last_reply is not None and now - link.last_reply < limit
-        for peer in self.peers.values():
-            links = [lk for lk in self.links.values() if lk.peer is peer]
-            is_up = any(lk.up for lk in links)
+            if link.up:
+                up_peers.add(id(link.peer))
+        for peer in list(self.peers.values()):
+            is_up = id(peer) in up_peers
             if is_up != peer.was_up:
                 peer.was_up = is_up
                 peer.down_since = None if is_up else now
@@ -632,8 +633,11 @@ class Agent:
         another address of the same peer answers: mDNS caches keep an old address
         (after a DHCP change) for minutes, and its link would show down all that time.
         """
+        by_peer: dict[int, list[Link]] = {}
+        for lk in self.links.values():
+            by_peer.setdefault(id(lk.peer), []).append(lk)
         for p in list(self.peers.values()):
-            links = [lk for lk in self.links.values() if lk.peer is p]
+            links = by_peer.get(id(p), [])
             if any(lk.up for lk in links):
                 for lk in links:
                     if (lk.target in p.mdns_targets and lk.target not in p.manual_targets
@@ -910,7 +914,7 @@ class Agent:
     # -- control ---------------------------------------------------------------------
     def reconfigure(self, new: Settings) -> None:
         """Apply changed settings without a restart (Preferences). A new cluster key file
-        is read first: a bad one raises KeyError_ and changes nothing."""
+        is read first: a bad one raises ClusterKeyError and changes nothing."""
         new.validate()
         if new.key_file != self.settings.key_file:
             self.key = load_key(Path(new.key_file)) if new.key_file else None
@@ -1069,7 +1073,6 @@ class Agent:
             __version__, s.name, self.node_id, s.bind, self.port, len(self.peers),
             "on" if self.probe.kernel_timestamps else "off",
         )
-        self.started.set()
 
     def request_stop(self) -> None:
         self._stop.set()

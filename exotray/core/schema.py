@@ -13,11 +13,13 @@ from typing import Annotated, Literal
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from exotray.core.capacity import SOURCES
+
 SCHEMA_VERSION = 1
 MAX_SNAPSHOT_BYTES = 1 << 20  # 1 MiB: 64 peers x 4 links is about 100 KiB
 
 KINDS = ("ethernet", "wifi", "thunderbolt", "loopback", "virtual", "vpn", "other")
-CAPACITY_SOURCES = ("override", "measured", "nic", "kind", "unknown")
+CAPACITY_SOURCES = SOURCES
 LINK_STATES = ("up", "saturated", "down")
 
 REJECT_REASONS = (
@@ -39,7 +41,6 @@ class SnapshotRejected(ValueError):
         self.detail = detail
 
 
-NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Rate = Annotated[float, Field(ge=0, le=1e13, allow_inf_nan=False)]  # <= 80 Tbit/s
 Ms = Annotated[float, Field(ge=0, le=3_600_000, allow_inf_nan=False)]
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]

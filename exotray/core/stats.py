@@ -16,7 +16,6 @@ from dataclasses import dataclass
 log = logging.getLogger(__name__)
 
 U32 = 1 << 32
-U64 = 1 << 64
 
 
 @dataclass(frozen=True)

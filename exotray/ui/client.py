@@ -61,13 +61,14 @@ class AgentClient(QObject):
 
     def request(self, method: str, path: str, body: Any = None,
                 done: Callable[[Any, str | None], None] | None = None,
-                control: bool = False, timeout: float = 3.0) -> int:
+                control: bool = False, timeout: float = 3.0,
+                params: dict[str, Any] | None = None) -> int:
         """Queue a request; `done(result, error)` runs on the GUI thread."""
         self._next_id += 1
         rid = self._next_id
         if done is not None:
             self._callbacks[rid] = done
-        self._jobs.put((rid, method, path, (body, control, timeout)))
+        self._jobs.put((rid, method, path, (body, control, timeout, params)))
         return rid
 
     def measure(self, peer: str, interface: str | None, seconds: float,
@@ -79,8 +80,8 @@ class AgentClient(QObject):
 
     def history(self, link_id: str, seconds: int,
                 done: Callable[[Any, str | None], None]) -> int:
-        return self.request("GET", f"/v1/history?link={link_id}&seconds={int(seconds)}",
-                            done=done)
+        return self.request("GET", "/v1/history", done=done,
+                            params={"link": link_id, "seconds": int(seconds)})
 
     def put_settings(self, changes: dict, done: Callable[[Any, str | None], None]) -> int:
         return self.request("PUT", "/v1/control/settings", changes, done, control=True)
@@ -142,7 +143,7 @@ class AgentClient(QObject):
             self._after = data["last_seq"]  # the agent restarted
 
     def _do(self, http: httpx.Client, job: tuple[int, str, str, Any]) -> None:
-        rid, method, path, (body, control, timeout) = job
+        rid, method, path, (body, control, timeout, params) = job
         headers = {}
         if control:
             token = read_token(self.state_dir)
@@ -151,7 +152,8 @@ class AgentClient(QObject):
                 return
             headers["authorization"] = f"Bearer {token}"
         try:
-            r = http.request(method, path, json=body, headers=headers, timeout=timeout)
+            r = http.request(method, path, json=body, headers=headers, timeout=timeout,
+                             params=params)
             data = r.json()
             if r.status_code >= 400:
                 self.replied.emit(rid, None, data.get("error") or f"HTTP {r.status_code}")

@@ -16,7 +16,6 @@ from PySide6.QtCore import QObject, QProcess, QTimer, Signal
 
 log = logging.getLogger(__name__)
 
-STATES = ("starting", "running", "attached", "restarting", "failed", "stopped")
 
 
 def agent_command(args: list[str]) -> tuple[str, list[str]]:

@@ -90,13 +90,14 @@ class LinkTable(QTableView):
         """Update rows in place (keyed by link id), so selection and sorting survive."""
         rows = dict(_rows(cluster))
         added = False
-        existing: dict[str, int] = {}
-        for r in range(self.source.rowCount()):
-            existing[self.source.item(r, 0).data(LINK_ID)] = r
-        for link_id in [lid for lid in existing if lid not in rows]:
-            self.source.removeRow(self._source_row(link_id))
+        gone = [r for r in range(self.source.rowCount())
+                if self.source.item(r, 0).data(LINK_ID) not in rows]
+        for r in reversed(gone):  # from the bottom, so the other indexes stay valid
+            self.source.removeRow(r)
+        existing = {self.source.item(r, 0).data(LINK_ID): r
+                    for r in range(self.source.rowCount())}
         for link_id, cells in rows.items():
-            r = self._source_row(link_id)
+            r = existing.get(link_id)
             if r is None:
                 items = []
                 for text, key in cells:
@@ -116,12 +117,6 @@ class LinkTable(QTableView):
                     it.setData(key, SORT)
         if added:
             self.resizeColumnsToContents()
-
-    def _source_row(self, link_id: str) -> int | None:
-        for r in range(self.source.rowCount()):
-            if self.source.item(r, 0).data(LINK_ID) == link_id:
-                return r
-        return None
 
     def link_ids(self) -> list[str]:
         """Link ids in the order shown (after sorting)."""

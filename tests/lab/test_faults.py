@@ -67,8 +67,9 @@ def test_link_down_and_up_and_interface_recreated(lab2):
     snap = a1.get("/v1/snapshot")
     iface = next(i for i in snap["interfaces"] if i["name"] == h1.veth)
     _sane_history(a1, link_id, iface["capacity_bytes_per_s"])
-    assert snap["counters"]["rates_rejected_reset"] >= 1 or snap["counters"][
-        "rates_rejected_absurd"] == 0
+    # psutil sees the deleted interface vanish (forgotten) and come back (a fresh start),
+    # so no interval mixes the old and new counters; the reset path is unit-tested.
+    assert snap["counters"]["rates_rejected_absurd"] == 0
     assert not [e for e in a1.get("/v1/events")["events"] if e["type"] == "link_saturated"]
     print(f"\nlink down seen after {down:.2f} s, up after {up:.2f} s; interface re-created: "
           f"up after {recreated:.2f} s; counter resets skipped: "

@@ -77,7 +77,8 @@ def test_window_edge_click_selects_row_and_fills_details(qtbot, cluster, history
     assert w.link_id == sat["id"]
     assert w.table.selected_link() == sat["id"]
     assert w.details.isVisible()
-    w.details.set_history(history)
+    w.details.set_history(history)  # what the agent's /v1/history answer fills in
+    assert w.details.point_count() == len(history["t"])
 
 
 def test_window_row_selection_selects_edge(qtbot, cluster):
