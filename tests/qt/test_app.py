@@ -65,11 +65,15 @@ def test_events_become_notifications(qtbot, app):
 
 
 def test_real_peer_down_reaches_the_notifier(qtbot, app, agents):
-    _, b = agents
+    a, b = agents
     b.kill()
     # down after 2.5 s without replies, seen at the app's next poll (generous under load)
-    qtbot.waitUntil(lambda: any(s[0] == "Peer down: studio-2" for s in app.sent),
-                    timeout=15_000)
+    try:
+        qtbot.waitUntil(lambda: any(s[0] == "Peer down: studio-2" for s in app.sent),
+                        timeout=15_000)
+    except Exception as e:
+        raise AssertionError(f"notifications: {app.sent}; agent events: "
+                             f"{a.get('/v1/events')['events']}") from e
 
 
 def test_notification_click_opens_window_on_that_link(qtbot, app):
