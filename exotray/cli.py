@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +15,7 @@ from exotray import __version__
 from exotray.core import fmt, paths
 from exotray.core.settings import (
     DEFAULT_PORT,
+    EXIT_CONFIG,
     Settings,
     SettingsError,
     from_mapping,
@@ -95,7 +97,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         settings = settings_from_args(args)
     except SettingsError as e:
         print(f"exotray agent: {e}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     from exotray.agent.runtime import ClusterKeyError, run
 
     config_file = Path(args.config) if args.config else default_config_path()
@@ -103,7 +105,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         return asyncio.run(run(settings, config_file))
     except ClusterKeyError as e:
         print(f"exotray agent: {e}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     except OSError as e:
         print(f"exotray agent: cannot listen on {settings.bind}:{settings.port}: {e.strerror}",
               file=sys.stderr)
@@ -316,10 +318,21 @@ def _gui_missing() -> str | None:
     return None
 
 
+def _no_display() -> str | None:
+    """Qt aborts the process when it has no display to open; say so before it does."""
+    if sys.platform in ("darwin", "win32") or os.environ.get("QT_QPA_PLATFORM"):
+        return None
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    return ("exotray: no display (neither DISPLAY nor WAYLAND_DISPLAY is set): the tray app "
+            "needs a desktop session. Run `exotray agent` for the headless agent.")
+
+
 def cmd_tray(args: argparse.Namespace) -> int:
-    if (missing := _gui_missing()) is not None:
-        print(missing, file=sys.stderr)
-        return 2
+    for problem in (_gui_missing(), _no_display()):
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 2
     from exotray.ui.app import main as tray_main
 
     agent_args = ["--no-mdns"] if args.no_mdns else []
@@ -331,9 +344,10 @@ def cmd_tray(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    if (missing := _gui_missing()) is not None:
-        print(missing, file=sys.stderr)
-        return 2
+    for problem in (_gui_missing(), _no_display()):
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 2
     from exotray.ui.demo import main as demo_main
 
     return demo_main(saturate=args.saturate, seconds=args.seconds)

@@ -505,8 +505,12 @@ class Agent:
         addresses_changed = False
         if full:
             addresses_changed = self._update_ifaces(nics, now)
-        caps = {name: st.capacity.bytes_per_s for name, st in self.ifaces.items()}
-        rates = self.rates.update(now, counters, caps)
+        # Impossible rates are judged against what the hardware can carry (the NIC's
+        # negotiated speed), never against a capacity the user gave: traffic above an
+        # override is real and is exactly what "over capacity" must show.
+        limits = {name: nic.speed_mbit * cap.MBIT for name, nic in nics.items()
+                  if nic.speed_mbit}
+        rates = self.rates.update(now, counters, limits)
         for name, st in self.ifaces.items():
             if st.vanished_at is None:
                 st.rate = rates.get(name, st.rate if name in counters else None)

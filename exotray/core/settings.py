@@ -12,6 +12,11 @@ from typing import Any
 DEFAULT_PORT = 52480
 
 
+#: exit status of an agent refused by its settings (sysexits.h EX_CONFIG): the tray app
+#: does not restart such an agent until its config file changes.
+EXIT_CONFIG = 78
+
+
 class SettingsError(ValueError):
     pass
 

@@ -59,8 +59,10 @@ class RateMeter:
     `update(now, counters)` takes a monotonic time and {name: (rx_bytes, tx_bytes)} and
     returns {name: Rate} for every interface that has a valid rate for this interval.
     Interfaces may appear (no rate until their second reading) and vanish (forgotten).
-    `capacity` maps names to a known capacity in bytes/s: rates above `absurd_factor`
-    times it are rejected.
+    `limits` maps names to what the hardware can physically carry in bytes/s (the NIC's
+    negotiated speed): rates above `absurd_factor` times it are impossible and rejected.
+    Never pass a user's capacity override here: a rate above it is "over capacity", a
+    real reading.
 
     With `window_s`, readings may come more often than the window (the agent reads the
     counters four times per interval) and each returned rate is the average over the
@@ -81,9 +83,9 @@ class RateMeter:
         self,
         now: float,
         counters: Mapping[str, tuple[int, int]],
-        capacity: Mapping[str, float | None] | None = None,
+        limits: Mapping[str, float | None] | None = None,
     ) -> dict[str, Rate]:
-        capacity = capacity or {}
+        limits = limits or {}
         out: dict[str, Rate] = {}
         for name in list(self._last):
             if name not in counters:
@@ -107,11 +109,12 @@ class RateMeter:
                 log.info("interface %s: counters reset (re-created?); interval skipped", name)
                 continue
             rate = Rate(drx / dt, dtx / dt, dt)
-            cap = capacity.get(name)
+            cap = limits.get(name)
             if cap and max(rate.rx_bytes_per_s, rate.tx_bytes_per_s) > self.absurd_factor * cap:
                 self.rejected["absurd"] += 1
                 log.warning(
-                    "interface %s: rate %.0f B/s is above %.1fx its capacity %.0f B/s; dropped",
+                    "interface %s: rate %.0f B/s is above %.1fx its link speed (%.0f B/s): "
+                    "impossible, dropped",
                     name,
                     max(rate.rx_bytes_per_s, rate.tx_bytes_per_s),
                     self.absurd_factor,
