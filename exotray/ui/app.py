@@ -107,9 +107,11 @@ class App(QObject):
             text = summary.notification(ev, self_name)
             if text is None:
                 continue
-            urgency = "critical" if ev["type"] in ("link_saturated", "peer_down") else "normal"
+            # Normal urgency: daemons keep "critical" bubbles on screen until dismissed,
+            # so saturations and clears would pile up. The link's key makes a clear
+            # replace its saturation bubble (one bubble per link on screen).
             self.notifier.notify(text[0], text[1], key=ev.get("link_id") or "",
-                                 urgency=urgency)
+                                 urgency="normal")
 
     def _pause(self, paused: bool) -> None:
         self.client.set_paused(paused, lambda r, e: e and log.warning("pause: %s", e))
