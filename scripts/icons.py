@@ -32,7 +32,7 @@ HICOLOR = ROOT / "packaging" / "linux" / "icons" / "hicolor"
 APP = "exotray"
 APP_SIZES = (16, 22, 24, 32, 48, 64, 128, 256, 512, 1024)
 HICOLOR_SIZES = (16, 22, 24, 32, 48, 64, 128, 256, 512)
-TRAY_STATES = ("ok", "warning", "alert", "offline")
+TRAY_STATES = ("ok", "alone", "warning", "alert", "offline")
 TRAY_SIZES = (16, 22, 32, 44)
 RETINA_SIZES = (16, 22)  # template icons also get <n>@2x.png, rendered at 2n px
 

@@ -55,6 +55,8 @@ class App(QObject):
         self.notifier.activated.connect(self.open_window)
         if self.supervisor is not None:
             self.supervisor.stateChanged.connect(self._agent_state)
+            self.supervisor.problemChanged.connect(self._agent_problem)
+        self._notified_problem: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -78,8 +80,24 @@ class App(QObject):
     def _agent_state(self, state: str) -> None:
         self.tray.update(self.cluster, state)
 
+    def _agent_problem(self, problem: str | None) -> None:
+        """The agent stopped (or cannot start), and why: in the menu, the window and,
+        once per cause, a notification."""
+        self.tray.set_problem(problem)
+        if self.window is not None:
+            self.window.set_agent_problem(problem)
+        if problem and problem != self._notified_problem:
+            self._notified_problem = problem
+            title = ("exotray agent cannot start" if self.supervisor is not None
+                     and self.supervisor.state == "config_error" else "exotray agent stopped")
+            self.notifier.notify(title, problem, key="agent")
+        if problem is None:
+            self._notified_problem = None
+
     def _cluster(self, cluster: dict[str, Any] | None) -> None:
         first = self.cluster is None and cluster is not None
+        if cluster is not None and self.supervisor is not None and self.supervisor.problem:
+            self.supervisor.clear_problem()  # it answers again
         self.cluster = cluster
         state = None
         if cluster is not None and self.supervisor is not None:
@@ -95,7 +113,8 @@ class App(QObject):
             self.settings = result["settings"]
             self.tray.threshold = self.settings["threshold"]
         else:
-            log.info("cannot read the agent's settings: %s", error)
+            log.warning("cannot read the agent's settings (%s); notifications use the "
+                        "default threshold", error)
 
     def _events(self, events: list[dict[str, Any]]) -> None:
         self_name = self.cluster["nodes"][0]["node"]["name"] if self.cluster else "this node"
@@ -110,8 +129,8 @@ class App(QObject):
             # Normal urgency: daemons keep "critical" bubbles on screen until dismissed,
             # so saturations and clears would pile up. The link's key makes a clear
             # replace its saturation bubble (one bubble per link on screen).
-            self.notifier.notify(text[0], text[1], key=ev.get("link_id") or "",
-                                 urgency="normal")
+            key = ev.get("link_id") or f"peer:{ev.get('peer_id') or ''}"
+            self.notifier.notify(text[0], text[1], key=key, urgency="normal")
 
     def _pause(self, paused: bool) -> None:
         self.client.set_paused(paused, lambda r, e: e and log.warning("pause: %s", e))
@@ -124,11 +143,13 @@ class App(QObject):
             self.window = MainWindow(self.client)
             self.window.setWindowIcon(app_icon())
             self.window.set_cluster(self.cluster)
+            if self.supervisor is not None:
+                self.window.set_agent_problem(self.supervisor.problem)
         self.window.show()
         self.window.raise_()
         self.window.activateWindow()
-        if link_id:
-            self.window.select_link(link_id)
+        if link_id and link_id != "agent" and not link_id.startswith("peer:"):
+            self.window.select_link(link_id)  # a link's key (peers' and the agent's are not)
 
     def open_preferences(self) -> None:
         from exotray.ui.preferences import Preferences

@@ -10,7 +10,7 @@ from typing import Any
 
 from exotray.core import fmt
 
-HEALTH = ("ok", "warning", "alert", "offline")
+HEALTH = ("ok", "alone", "warning", "alert", "offline")
 
 
 def own_links(cluster: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -20,12 +20,15 @@ def own_links(cluster: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def health(cluster: dict[str, Any] | None, threshold: float = 0.9) -> str:
-    """offline: no agent answers; alert: a link saturated or down (a peer down);
+    """offline: no agent answers; alone: the agent runs but knows no peer (nothing is
+    monitored, which is not "all fine"); alert: a link saturated or down (a peer down);
     warning: a link at or above the threshold (not yet saturated long enough), or loss;
     ok otherwise."""
     if cluster is None:
         return "offline"
     links = own_links(cluster)
+    if not links:
+        return "alone"
     if any(lk["state"] in ("saturated", "down") for lk in links):
         return "alert"
     for lk in links:
@@ -90,7 +93,8 @@ def summary_line(cluster: dict[str, Any] | None, agent_state: str = "running") -
         return {
             "starting": "Starting the exotray agent…",
             "restarting": "The exotray agent stopped; restarting it…",
-            "failed": "The exotray agent cannot start (see the log)",
+            "failed": "The exotray agent cannot start",
+            "config_error": "The exotray agent cannot start: fix its settings",
         }.get(agent_state, "No exotray agent is running")
     links = own_links(cluster)
     peers: dict[str, list[dict[str, Any]]] = {}
@@ -111,6 +115,20 @@ def summary_line(cluster: dict[str, Any] | None, agent_state: str = "running") -
         problems.append("all links ok")
     paused = " · paused" if cluster.get("nodes", [{}])[0].get("paused") else ""
     return " · ".join([head, *problems]) + paused
+
+
+def empty_hints(cluster: dict[str, Any] | None) -> list[str]:
+    """How to get peers, when there are none: what the menu and the window say."""
+    if cluster is None or own_links(cluster):
+        return []
+    disc = cluster.get("discovery") or {}
+    manual = "add --peer HOST:PORT (or peers = [\"HOST:PORT\"] in the config file)"
+    if disc.get("mdns") is False:
+        return ["mDNS is off: " + manual]
+    hints = ["Peers appear when exotray runs on another machine of this network (mDNS)"]
+    if disc.get("problem"):
+        hints = [f"mDNS: {disc['problem']}"]
+    return [*hints, "Where multicast is blocked: " + manual]
 
 
 def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | None:

@@ -4,17 +4,68 @@ The child is the same executable with the `agent` sub-command (`python -m exotra
 from a checkout or a wheel; the bundle's own executable when frozen). If it dies it is
 restarted with a growing delay and the state says so; Quit stops it. An agent that was
 already running (a service) is attached to and never stopped by us.
+
+The child's standard error is passed through to ours and its last error line is kept:
+`problem` (and `problemChanged`) tell the menu, the window and a notification why the
+agent stopped. An agent refused by its settings (exit status EXIT_CONFIG) is not
+restarted until its config file changes: restarting it could not help.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import logging
+import re
 import sys
+from pathlib import Path
 
 import httpx
 from PySide6.QtCore import QObject, QProcess, QTimer, Signal
 
+from exotray.core import paths
+from exotray.core.settings import EXIT_CONFIG
+
 log = logging.getLogger(__name__)
+
+#: the agent's log format: "2026-12-03 01:02:03,456 WARNING exotray.agent…: message"
+_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d [\d:,]+ (?P<level>[A-Z]+) [\w.]+: (?P<msg>.*)$")
+#: how often the config file of an agent refused by its settings is looked at
+CONFIG_POLL_MS = 1000
+
+
+def problem_line(lines: list[str]) -> str | None:
+    """The line that says why an agent stopped: its own last word ("exotray agent: …"),
+    else the last error or warning it logged, else the last line it wrote."""
+    for line in reversed(lines):
+        if line.startswith("exotray agent:") or line.startswith("exotray:"):
+            return line.split(":", 1)[1].strip()
+    for line in reversed(lines):
+        m = _LOG_LINE.match(line)
+        if m and m["level"] in ("ERROR", "CRITICAL", "WARNING"):
+            return m["msg"]
+    for line in reversed(lines):
+        if line.strip() and not _LOG_LINE.match(line):
+            return line.strip()  # e.g. the last line of a traceback
+    return None
+
+
+def config_of(args: list[str]) -> Path:
+    """The config file an agent started with these arguments reads."""
+    for i, a in enumerate(args):
+        if a == "--config" and i + 1 < len(args):
+            return Path(args[i + 1])
+        if a.startswith("--config="):
+            return Path(a.split("=", 1)[1])
+    return paths.config_file()
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 
@@ -34,7 +85,13 @@ def agent_answers(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> b
 
 
 class AgentSupervisor(QObject):
+    """States: starting, running, restarting, config_error (waits for the config file to
+    change), failed (cannot be started at all), attached (someone else's agent),
+    detached (we quit and left an attached agent running), stopped."""
+
     stateChanged = Signal(str)
+    #: why the agent is not running (one line), or None once it runs again
+    problemChanged = Signal(object)
 
     def __init__(self, port: int, args: list[str] | None = None,
                  parent: QObject | None = None) -> None:
@@ -49,6 +106,14 @@ class AgentSupervisor(QObject):
         self._healthy = QTimer(self)
         self._healthy.setSingleShot(True)
         self._healthy.timeout.connect(self._reset_backoff)
+        self.problem: str | None = None
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
+        self._partial = b""
+        self.config_file = config_of(self.args)
+        self._config_stamp: tuple[int, int, int] | None = None
+        self._config_watch = QTimer(self)
+        self._config_watch.setInterval(CONFIG_POLL_MS)
+        self._config_watch.timeout.connect(self._config_changed)
 
     def _set(self, state: str) -> None:
         if state != self.state:
@@ -63,12 +128,27 @@ class AgentSupervisor(QObject):
             return
         self._spawn()
 
+    def _set_problem(self, problem: str | None) -> None:
+        if problem != self.problem:
+            self.problem = problem
+            self.problemChanged.emit(problem)
+
+    def clear_problem(self) -> None:
+        """The agent answers again: whatever stopped it before is over."""
+        if self.state not in ("config_error", "failed"):
+            self._set_problem(None)
+
     def _spawn(self) -> None:
         program, args = agent_command(["--port", str(self.port), *self.args])
         proc = QProcess(self)
-        proc.setProcessChannelMode(QProcess.ProcessChannelMode.ForwardedChannels)
+        # Our stdout and the child's stay one terminal; its stderr is read (and passed
+        # on) so that its last error line can be shown where the user looks.
+        proc.setProcessChannelMode(QProcess.ProcessChannelMode.ForwardedOutputChannel)
+        proc.readyReadStandardError.connect(self._read_stderr)
         proc.finished.connect(self._finished)
         proc.errorOccurred.connect(self._error)
+        self._stderr_tail.clear()
+        self._partial = b""
         self.proc = proc
         self._set("starting" if self.restarts == 0 else "restarting")
         proc.start(program, args)
@@ -79,22 +159,70 @@ class AgentSupervisor(QObject):
     def _reset_backoff(self) -> None:
         self._backoff = 1.0
 
+    def _read_stderr(self) -> None:
+        proc = self.sender()
+        if not isinstance(proc, QProcess):
+            return
+        data = bytes(proc.readAllStandardError().data())
+        if not data:
+            return
+        # Passing it on must never take the GUI down (e.g. a closed terminal).
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stderr.buffer.write(data)
+            sys.stderr.flush()
+        text = self._partial + data
+        *lines, self._partial = text.split(b"\n")
+        for raw in lines:
+            line = raw.decode("utf-8", "replace").rstrip()
+            if line:
+                self._stderr_tail.append(line)
+
     def _error(self, error: QProcess.ProcessError) -> None:
         if error == QProcess.ProcessError.FailedToStart:
-            log.error("cannot start the agent: %s", self.proc.errorString() if self.proc else "")
+            why = self.proc.errorString() if self.proc else ""
+            log.error("cannot start the agent: %s", why)
             self._set("failed")
+            self._set_problem(f"cannot start the agent: {why}")
 
     def _finished(self, code: int, status: QProcess.ExitStatus) -> None:
         if self._stopping:
             return
         self._healthy.stop()
-        log.warning("agent exited (code %s, %s); restarting in %.0f s", code,
-                    "crashed" if status == QProcess.ExitStatus.CrashExit else "normal",
-                    self._backoff)
+        if self._partial:
+            self._stderr_tail.append(self._partial.decode("utf-8", "replace").rstrip())
+            self._partial = b""
+        crashed = status == QProcess.ExitStatus.CrashExit
+        problem = problem_line(list(self._stderr_tail))
+        if not crashed and code == EXIT_CONFIG:
+            problem = problem or f"the agent's settings are invalid ({self.config_file})"
+            log.error("the agent refuses its settings: %s; not restarting it until %s "
+                      "changes", problem, self.config_file)
+            self._config_stamp = _stamp(self.config_file)
+            self._config_watch.start()
+            self._set("config_error")
+            self._set_problem(problem)
+            return
+        why = "crashed" if crashed else f"exit status {code}"
+        log.warning("agent exited (%s); restarting in %.0f s", why, self._backoff)
         self._set("restarting")
+        self._set_problem(f"the agent stopped ({why}): {problem}" if problem
+                          else f"the agent stopped ({why})")
         self.restarts += 1
         QTimer.singleShot(int(self._backoff * 1000), self._respawn)
         self._backoff = min(30.0, self._backoff * 2)
+
+    def _config_changed(self) -> None:
+        if self._stopping or self.state != "config_error":
+            self._config_watch.stop()
+            return
+        stamp = _stamp(self.config_file)
+        if stamp == self._config_stamp:
+            return
+        log.info("%s changed: starting the agent again", self.config_file)
+        self._config_watch.stop()
+        self._backoff = 1.0
+        self._set_problem(None)
+        self._respawn()
 
     def _respawn(self) -> None:
         if self._stopping:
@@ -108,6 +236,10 @@ class AgentSupervisor(QObject):
         """Stop our child (never an agent we attached to)."""
         self._stopping = True
         self._healthy.stop()
+        self._config_watch.stop()
+        if self.state == "attached":
+            self._set("detached")  # it was never ours: it keeps running
+            return
         proc = self.proc
         if proc is not None and proc.state() != QProcess.ProcessState.NotRunning:
             proc.terminate()  # SIGTERM: the agent says goodbye on mDNS and exits

@@ -40,6 +40,15 @@ def app_icon() -> QIcon:
     return QIcon(icon_path("exotray.svg"))
 
 
+def _menu_text(text: str, limit: int = 110) -> str:
+    """Menu item text: one line, not wider than a menu should be, and no '&' turned into
+    a shortcut marker."""
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.replace("&", "&&")
+
+
 class Tray(QObject):
     openDashboard = Signal(str)  # a link id to show, or "" for the window as it was
     pauseToggled = Signal(bool)
@@ -51,6 +60,8 @@ class Tray(QObject):
         self.threshold = threshold
         self.cluster: dict[str, Any] | None = None
         self.agent_state = "starting"
+        #: why the agent is not running (its last error line), shown under the summary
+        self.problem: str | None = None
         self.state = "offline"
         self.icon = QSystemTrayIcon(tray_icon("offline"), self)
         self.menu = QMenu()
@@ -72,23 +83,37 @@ class Tray(QObject):
             self.agent_state = agent_state
         self._update_icon()
 
+    def set_problem(self, problem: str | None) -> None:
+        self.problem = problem
+        self._update_icon()
+
     def _update_icon(self) -> None:
         state = summary.health(self.cluster, self.threshold)
         if state != self.state:
             self.state = state
             self.icon.setIcon(tray_icon(state))
-        self.icon.setToolTip(f"exotray — {summary.summary_line(self.cluster, self.agent_state)}")
+        tip = f"exotray — {summary.summary_line(self.cluster, self.agent_state)}"
+        if self.problem and self.cluster is None:
+            tip += f"\n{self.problem}"
+        self.icon.setToolTip(tip)
 
     def rebuild_menu(self) -> None:
         m = self.menu
         m.clear()
-        head = m.addAction(summary.summary_line(self.cluster, self.agent_state))
+        head = m.addAction(_menu_text(summary.summary_line(self.cluster, self.agent_state)))
         head.setEnabled(False)
+        notes = list(summary.empty_hints(self.cluster))
+        if self.problem and self.cluster is None:
+            notes.insert(0, self.problem)
+            if self.agent_state == "config_error":
+                notes.append("exotray starts it again when the file is saved")
+        for note in notes:
+            m.addAction(_menu_text(note)).setEnabled(False)
         lines = summary.peer_lines(self.cluster)
         if lines:
             m.addSeparator()
         for line in lines:
-            act = m.addAction(line.text)
+            act = m.addAction(_menu_text(line.text))
             act.setData(line.link_id)
             act.triggered.connect(lambda _=False, lid=line.link_id: self.openDashboard.emit(lid))
         m.addSeparator()

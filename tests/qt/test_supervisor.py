@@ -57,5 +57,62 @@ def test_attaches_to_a_running_agent_and_leaves_it_running(qtbot, tmp_path):
         assert sup.state == "attached" and sup.proc is None
         sup.stop()
         assert a.proc.poll() is None and agent_answers(port)
+        assert sup.state == "detached"  # not "stopped": it was never ours
     finally:
         a.close()
+
+
+def test_config_error_is_shown_and_not_restarted_until_the_file_changes(qtbot, tmp_path):
+    port = free_port()
+    args = _args(tmp_path)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("threshold = [broken\n")
+    sup = AgentSupervisor(port, args)
+    problems: list[object] = []
+    sup.problemChanged.connect(problems.append)
+    sup.start()
+    try:
+        qtbot.waitUntil(lambda: sup.state == "config_error", timeout=10_000)
+        assert sup.problem and "not valid TOML" in sup.problem and str(cfg) in sup.problem
+        assert problems == [sup.problem]
+        first = sup.proc
+        # No restart loop: nothing is spawned while the file stays as it is.
+        qtbot.wait(2500)
+        assert sup.proc is first and sup.restarts == 0 and sup.state == "config_error"
+        # The user fixes the file: the agent starts, and the problem is gone.
+        cfg.write_text("threshold = 0.8\n")
+        qtbot.waitUntil(lambda: agent_answers(port), timeout=10_000)
+        assert sup.state == "running" and sup.problem is None
+    finally:
+        sup.stop()
+
+
+def test_a_crash_keeps_its_last_error_line(qtbot, tmp_path):
+    port = free_port()
+    sup = AgentSupervisor(port, _args(tmp_path))
+    sup.start()
+    try:
+        qtbot.waitUntil(lambda: agent_answers(port), timeout=10_000)
+        os.kill(sup.proc.processId(), signal.SIGKILL)
+        qtbot.waitUntil(lambda: sup.problem is not None, timeout=5000)
+        assert sup.problem.startswith("the agent stopped (crashed)")
+        qtbot.waitUntil(lambda: agent_answers(port), timeout=10_000)
+        sup.clear_problem()  # what the app does once the agent answers again
+        assert sup.problem is None
+    finally:
+        sup.stop()
+
+
+def test_problem_line_picks_the_agents_last_word():
+    from exotray.ui.supervisor import problem_line
+
+    lines = [
+        "2026-12-03 01:02:03,456 INFO exotray.agent.runtime: starting",
+        "2026-12-03 01:02:03,500 WARNING exotray.agent.runtime: interface lo vanished",
+        "exotray agent: config /x/c.toml is not valid TOML: Expected ']' (at line 1)",
+    ]
+    assert problem_line(lines).startswith("config /x/c.toml is not valid TOML")
+    assert problem_line(lines[:2]) == "interface lo vanished"
+    assert problem_line(["Traceback (most recent call last):", "  File …",
+                         "RuntimeError: boom"]) == "RuntimeError: boom"
+    assert problem_line([]) is None

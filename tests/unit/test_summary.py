@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from exotray.ui.summary import health, notification, peer_lines, summary_line
+from exotray.ui.summary import empty_hints, health, notification, peer_lines, summary_line
 
 FIX = Path(__file__).parent.parent / "qt" / "fixtures"
 CLUSTER = json.loads((FIX / "cluster.json").read_text())
@@ -34,7 +34,8 @@ def _with_links(**change):
                      id="unknown-capacity-is-not-a-warning"),
         pytest.param(_with_links(state="up", utilization=0.1, loss=0.05), "warning", id="loss"),
         pytest.param(_with_links(state="down", utilization=None, loss=1.0), "alert", id="down"),
-        pytest.param({"self": "x", "nodes": [{"node": {}, "links": []}]}, "ok", id="no-peers"),
+        pytest.param({"self": "x", "nodes": [{"node": {}, "links": []}]}, "alone",
+                     id="no-peers-is-not-all-fine"),
     ],
 )
 def test_health(cluster, expected):
@@ -59,6 +60,7 @@ def test_menu_from_recorded_cluster():
         (None, "starting", "Starting the exotray agent…"),
         (None, "restarting", "The exotray agent stopped; restarting it…"),
         (None, "stopped", "No exotray agent is running"),
+        (None, "config_error", "The exotray agent cannot start: fix its settings"),
         ({"self": "x", "nodes": [{"node": {}, "links": []}]}, "running", "No peers yet"),
         (_with_links(state="up", utilization=0.1), "running", "2 peers · all links ok"),
     ],
@@ -79,3 +81,25 @@ def test_notification_text_names_both_nodes_interface_utilization_and_rate():
     assert notification(down, "studio-1") == ("Peer down: gpu-3",
                                               "studio-1 gets no answer from gpu-3")
     assert notification({"type": "something_else"}, "x") is None
+
+
+ALONE = {"self": "x", "nodes": [{"node": {}, "links": []}]}
+
+
+@pytest.mark.parametrize(
+    ("discovery", "first", "manual"),
+    [
+        ({"mdns": True, "addresses": ["10.0.0.2"]}, "another machine of this network", True),
+        ({"mdns": False}, "mDNS is off: add --peer HOST:PORT", False),
+        ({"mdns": True, "problem": "no multicast-capable interface"},
+         "mDNS: no multicast-capable interface", True),
+    ],
+)
+def test_empty_state_says_how_to_get_peers(discovery, first, manual):
+    hints = empty_hints({**ALONE, "discovery": discovery})
+    assert first in hints[0]
+    assert any("--peer HOST:PORT" in h for h in hints[1:]) is manual
+
+
+def test_no_hints_once_there_are_links():
+    assert empty_hints(CLUSTER) == [] and empty_hints(None) == []
