@@ -34,6 +34,7 @@ class AgentClient(QObject):
     def __init__(self, port: int, state_dir: Path, interval: float = 1.0,
                  host: str = "127.0.0.1", parent: QObject | None = None) -> None:
         super().__init__(parent)
+        self.port = port
         self.base = f"http://{host}:{port}"
         self.state_dir = state_dir
         self.interval = interval

@@ -58,6 +58,7 @@ class Preferences(QDialog):
         self.capacity.verticalHeader().hide()
         self.status = QLabel()
         self.status.setWordWrap(True)
+        self.status.setTextFormat(Qt.TextFormat.PlainText)
 
         form = QFormLayout()
         form.addRow("Saturated at", self.threshold)
@@ -73,10 +74,17 @@ class Preferences(QDialog):
         buttons.accepted.connect(self.save)
         buttons.rejected.connect(self.reject)
         self.buttons = buttons
+        # The fields show only values read from the agent: until they are (or when
+        # they cannot be) there is nothing to show but the reason.
+        self.fields = QWidget()
+        fields = QVBoxLayout(self.fields)
+        fields.setContentsMargins(0, 0, 0, 0)
+        fields.addLayout(form)
+        fields.addWidget(QLabel("Link capacity per interface (empty: as detected)"))
+        fields.addWidget(self.capacity)
+        self.fields.hide()
         lay = QVBoxLayout(self)
-        lay.addLayout(form)
-        lay.addWidget(QLabel("Link capacity per interface (empty: as detected)"))
-        lay.addWidget(self.capacity)
+        lay.addWidget(self.fields)
         lay.addWidget(self.status)
         lay.addWidget(buttons)
         self.resize(520, 480)
@@ -86,13 +94,16 @@ class Preferences(QDialog):
         self._cluster = cluster
         self.login.setChecked(autostart.enabled())
         self.status.setText("Loading the agent's settings…")
+        self.fields.hide()
         self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(False)
         self.client.get_settings(self._loaded)
 
     def _loaded(self, result: Any, error: str | None) -> None:
         if result is None:
-            self.status.setText(f"Cannot read the agent's settings: {error}")
+            self.fields.hide()
+            self.status.setText(self._why(error))
             return
+        self.fields.show()
         s = result["settings"]
         self.threshold.setValue(s["threshold"] * 100)
         self.sustain.setValue(s["sustain"])
@@ -124,6 +135,16 @@ class Preferences(QDialog):
                 f"{overrides[name]:g}" if name in overrides else ""))
         self.status.setText(f"Saved in {result.get('config_file') or 'the agent (not saved)'}")
         self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(True)
+
+    def _why(self, error: str | None) -> str:
+        text = f"Cannot read the agent's settings: {error}."
+        state = getattr(self.client, "state_dir", None)
+        if error and ("control token" in error or "401" in error):
+            text += (f"\n\nThe agent on port {self.client.port} was started with another "
+                     f"state dir than this app ({state}), so its control token is not "
+                     "there. Start exotray with that agent's --state-dir, or stop that agent "
+                     "and let exotray start its own.")
+        return text
 
     def changes(self) -> dict[str, Any]:
         """The settings as the dialog shows them; raises ValueError on a bad capacity."""

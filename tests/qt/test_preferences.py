@@ -38,8 +38,11 @@ def test_round_trip(qtbot, agent, client, tmp_path, monkeypatch):
     cluster = agent.get("/v1/cluster")
     dlg = Preferences(client, cluster)
     qtbot.addWidget(dlg)
+    dlg.show()
+    assert not dlg.fields.isVisible()  # until the agent's values are in
     qtbot.waitUntil(lambda: dlg.threshold.value() == 90.0 and "Saved in" in dlg.status.text(),
                     timeout=5000)
+    assert dlg.fields.isVisible()
     assert dlg.interval.value() == 1.0 and dlg.notify_peers.isChecked()
     names = [dlg.capacity.item(r, 0).data(Qt.ItemDataRole.UserRole)
              for r in range(dlg.capacity.rowCount())]
@@ -84,7 +87,12 @@ def test_agent_without_token_says_so(qtbot, agent, tmp_path):
     try:
         dlg = Preferences(c, None)
         qtbot.addWidget(dlg)
+        dlg.show()
         qtbot.waitUntil(lambda: "Cannot read" in dlg.status.text(), timeout=5000)
         assert "no control token" in dlg.status.text()
+        assert "another state dir" in dlg.status.text()
+        # No numbers that did not come from the agent (spin boxes' minimums: 10 %, 0.0 s).
+        assert not dlg.fields.isVisible()
+        assert not dlg.buttons.button(dlg.buttons.StandardButton.Save).isEnabled()
     finally:
         c.stop()
