@@ -47,3 +47,43 @@ def capacity(bytes_per_s: float | None) -> str:
         return "unknown"
     mbit = bytes_per_s * 8 / 1e6
     return f"{mbit / 1000:g} Gbit/s" if mbit >= 1000 else f"{mbit:g} Mbit/s"
+
+
+def _sig3(value: float, units: tuple[tuple[str, float], ...]) -> str:
+    """`value` in the largest unit that keeps it under 1000, at 3 significant digits
+    (trailing zeros dropped: 6.25, 50, 835), the unit chosen after rounding."""
+    for i, (unit, scale) in enumerate(units):
+        scaled = float(f"{value / scale:.3g}")
+        if scaled < 1000 or i == len(units) - 1:
+            return f"{scaled:g} {unit}" if scaled < 1e6 else f"{scaled:.0f} {unit}"
+    raise AssertionError("unreachable")
+
+
+_BYTE_UNITS = (("B/s", 1.0), ("kB/s", 1e3), ("MB/s", 1e6), ("GB/s", 1e9), ("TB/s", 1e12))
+_BIT_UNITS = (("bit/s", 1.0), ("kbit/s", 1e3), ("Mbit/s", 1e6), ("Gbit/s", 1e9),
+              ("Tbit/s", 1e12))
+
+
+def capacity_rate(bytes_per_s: float | None) -> str:
+    """A capacity in bytes/s, as the rates are shown, at 3 significant digits:
+    6.25 MB/s, 835 MB/s, 1.25 GB/s; "unknown" when it is not known."""
+    if bytes_per_s is None or bytes_per_s <= 0:
+        return "unknown"
+    return _sig3(bytes_per_s, _BYTE_UNITS)
+
+
+def bit_rate(bytes_per_s: float | None) -> str:
+    """A capacity as a link speed, at 3 significant digits: 50 Mbit/s, 6.68 Gbit/s."""
+    if bytes_per_s is None or bytes_per_s <= 0:
+        return "unknown"
+    return _sig3(bytes_per_s * 8, _BIT_UNITS)
+
+
+def utilization(ratio: float | None, capacity_bytes_per_s: float | None) -> str:
+    """Utilization as a percentage; DASH when the capacity (so the ratio) is unknown,
+    "< 1 %" for traffic that is there but rounds to nothing."""
+    if ratio is None or not capacity_bytes_per_s or capacity_bytes_per_s <= 0:
+        return DASH
+    if 0 < ratio < 0.005:
+        return "< 1 %"
+    return percent(ratio)

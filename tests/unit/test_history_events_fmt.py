@@ -309,3 +309,36 @@ def test_fmt_percent(value: float | None, expected: str) -> None:
 )
 def test_fmt_capacity(value: float | None, expected: str) -> None:
     assert fmt.capacity(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "as_bytes", "as_bits"),
+    [
+        pytest.param(None, "unknown", "unknown", id="unknown"),
+        pytest.param(6_250_000.0, "6.25 MB/s", "50 Mbit/s", id="demo-40M-is-not-cut"),
+        pytest.param(5e6, "5 MB/s", "40 Mbit/s", id="40M"),
+        pytest.param(835_137_500.0, "835 MB/s", "6.68 Gbit/s", id="measured-6.6811G"),
+        pytest.param(108_337_500.0, "108 MB/s", "867 Mbit/s", id="wifi-866.7"),
+        pytest.param(124_875_000.0, "125 MB/s", "999 Mbit/s", id="just-under-1G"),
+        pytest.param(1.25e9, "1.25 GB/s", "10 Gbit/s", id="10G"),
+        pytest.param(12.5e9, "12.5 GB/s", "100 Gbit/s", id="100G"),
+        pytest.param(999_600.0, "1 MB/s", "8 Mbit/s", id="unit-after-rounding"),
+    ],
+)
+def test_fmt_capacity_three_significant_digits(value, as_bytes, as_bits) -> None:
+    assert fmt.capacity_rate(value) == as_bytes
+    assert fmt.bit_rate(value) == as_bits
+
+
+@pytest.mark.parametrize(
+    ("ratio", "capacity", "expected"),
+    [
+        pytest.param(0.0, None, D, id="capacity-unknown-reported-0"),
+        pytest.param(None, 6.25e6, D, id="ratio-unknown"),
+        pytest.param(0.0004, 12.5e9, "< 1 %", id="traffic-that-rounds-to-0"),
+        pytest.param(0.0, 1.25e9, "0 %", id="idle"),
+        pytest.param(1.0093, 6.25e6, "101 %", id="over"),
+    ],
+)
+def test_fmt_utilization(ratio, capacity, expected) -> None:
+    assert fmt.utilization(ratio, capacity) == expected
