@@ -166,12 +166,18 @@ class App(QObject):
         self.tray.threshold = settings["threshold"]
 
 
-def main(port: int = DEFAULT_PORT, agent_args: list[str] | None = None,
-         state_dir: Path | None = None, dashboard: bool = False) -> int:
-    logging.basicConfig(level=logging.INFO,
+def setup_logging(verbose: bool = False) -> None:
+    """exotray's own lines at INFO (DEBUG with --verbose); libraries' chatter (httpx logs
+    every request at INFO) only with --verbose."""
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "httpcore"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    for noisy in ("httpx", "httpcore", "PIL", "asyncio"):
+        logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.WARNING)
+
+
+def main(port: int = DEFAULT_PORT, agent_args: list[str] | None = None,
+         state_dir: Path | None = None, dashboard: bool = False, verbose: bool = False) -> int:
+    setup_logging(verbose)
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     qapp.setApplicationName("exotray")
     qapp.setApplicationDisplayName("exotray")

@@ -14,6 +14,7 @@ each link is carried by its own Thunderbolt, Ethernet or Wi-Fi interface.)
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import subprocess
 import sys
@@ -83,7 +84,9 @@ class PacedStream(threading.Thread):
             out.close()
 
 
-def start_agents(tmp: Path) -> list[tuple[subprocess.Popen, int, Path]]:
+def start_agents(tmp: Path, verbose: bool = False) -> list[tuple[subprocess.Popen, int, Path]]:
+    """The three agents, each in its own session: a Ctrl-C in the terminal reaches the
+    demo only, which then stops them in order (goodbyes first, then its files)."""
     ports = [_free_port() for _ in range(3)]
     names = ["demo-a", "demo-b", "demo-c"]
     peers = {0: [1, 2], 1: [0, 2], 2: [0, 1]}
@@ -97,24 +100,49 @@ def start_agents(tmp: Path) -> list[tuple[subprocess.Popen, int, Path]]:
                  "--capacity", f"lo={cap:g}"]
         for j in peers[i]:
             extra += ["--peer", f"127.0.0.1:{ports[j]}"]
+        if verbose:
+            extra.append("--verbose")
         program, rest = agent_command(extra)  # works frozen in a bundle too
         args = [program, *rest]
-        agents.append((subprocess.Popen(args), ports[i], state))
+        agents.append((subprocess.Popen(args, start_new_session=True), ports[i], state))
     return agents
 
 
-def main(saturate: bool = False, seconds: float = 0) -> int:
-    from exotray.ui.app import App
+def stop_agents(agents: list[tuple[subprocess.Popen, int, Path]]) -> None:
+    for proc, _, _ in agents:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc, _, _ in agents:
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(2)
 
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+def main(saturate: bool = False, seconds: float = 0, verbose: bool = False) -> int:
+    from exotray.ui.app import App, setup_logging
+
+    setup_logging(verbose)
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     qapp.setApplicationName("exotray demo")
+    # SIGINT (Ctrl-C) and SIGTERM end the demo like closing its window: the agents are
+    # stopped and the temporary directory removed. Python sees a signal only when it
+    # runs, so a timer wakes it while Qt's loop waits.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: QTimer.singleShot(0, qapp.quit))
+    wake = QTimer()
+    wake.timeout.connect(lambda: None)
+    wake.start(200)
     with tempfile.TemporaryDirectory(prefix="exotray-demo-") as tmpdir:
-        agents = start_agents(Path(tmpdir))
+        agents: list[tuple[subprocess.Popen, int, Path]] = []
         stream = None
         app = None
         try:
+            agents = start_agents(Path(tmpdir), verbose)
+            log.info("demo: agents %s (pids %s), their files in %s",
+                     ", ".join(f"127.0.0.1:{port}" for _, port, _ in agents),
+                     ", ".join(str(p.pid) for p, _, _ in agents), tmpdir)
             _, port, state = agents[0]
             app = App(port=port, state_dir=state, manage_agent=False)
             app.start()
@@ -130,15 +158,14 @@ def main(saturate: bool = False, seconds: float = 0) -> int:
             qapp.setQuitOnLastWindowClosed(True)
             return qapp.exec()
         finally:
+            wake.stop()
             if app is not None:
                 app.client.stop()
+                app.tray.hide()
+                if app.window is not None:
+                    app.window.close()
             if stream is not None:
                 stream.stop_event.set()
                 stream.join(2)
-            for proc, _, _ in agents:
-                proc.terminate()
-            for proc, _, _ in agents:
-                try:
-                    proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_agents(agents)
+            log.info("demo: stopped its agents and removed %s", tmpdir)
