@@ -24,6 +24,9 @@ AXIS: Final = "#9ca3af"
 ACCENT: Final = "#2563eb"
 ACCENT_DARK: Final = "#1e40af"
 ACCENT_SOFT: Final = "#93c5fd"
+#: the selected link (halo, badge border): a magenta that no state, node or legend entry
+#: uses, with a contrast of at least 3:1 on white and on a dark (#1f2937) background
+SELECTION: Final = "#c026d3"
 
 # -- links -------------------------------------------------------------------------------
 LINK_CALM: Final = "#16a34a"  # green: utilization < CALM_BELOW

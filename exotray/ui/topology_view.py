@@ -102,11 +102,17 @@ class TopologyView(pg.PlotWidget):
         self._badge_font.setPointSizeF(9)
 
         # -- items, created once --------------------------------------------------------
+        # The selection is a magenta casing with a light core, so that the edge keeps
+        # its own colour inside it: a colour of its own (the legend's "capacity unknown"
+        # is blue-grey), visible on light and on dark backgrounds.
         self._halo_sel = pg.PlotCurveItem(
-            pen=pg.mkPen(theme.with_alpha(theme.ACCENT, 0.35), width=11), connect="finite"
+            pen=pg.mkPen(theme.SELECTION, width=13), connect="finite"
+        )
+        self._halo_core = pg.PlotCurveItem(
+            pen=pg.mkPen(theme.BACKGROUND, width=7), connect="finite"
         )
         self._halo_hover = pg.PlotCurveItem(
-            pen=pg.mkPen(theme.with_alpha(theme.ACCENT, 0.16), width=11), connect="finite"
+            pen=pg.mkPen(theme.with_alpha(theme.SELECTION, 0.22), width=11), connect="finite"
         )
         self._curves: dict[str, pg.PlotCurveItem] = {}
         for kind in KINDS:
@@ -116,7 +122,8 @@ class TopologyView(pg.PlotWidget):
         self._focus_badge.setVisible(False)
         for z, item in (
             (-2, self._halo_hover),
-            (-1, self._halo_sel),
+            (-1.5, self._halo_sel),
+            (-1, self._halo_core),
             (10, self._node_item),
             (21, self._focus_badge),
         ):
@@ -480,7 +487,7 @@ class TopologyView(pg.PlotWidget):
         color = theme.TEXT_MUTED if kind in ("down", "unknown") else theme.TEXT
         if badge.toPlainText() != text or badge.color != pg.mkColor(color):
             badge.setText(text, color)
-        border_color = theme.ACCENT if selected else theme.KIND_COLOR[kind]
+        border_color = theme.SELECTION if selected else theme.KIND_COLOR[kind]
         border = pg.mkPen(border_color, width=2 if selected else 1)
         if kind == "down":
             border.setStyle(Qt.PenStyle.DashLine)
@@ -569,11 +576,12 @@ class TopologyView(pg.PlotWidget):
 
     def _update_selection(self) -> None:
         sel = self._selected_index()
-        if sel is None:
-            self._halo_sel.setData([], [])
-        else:
-            pts = self._paths[sel]
-            self._halo_sel.setData(pts[:, 0], pts[:, 1], connect="finite")
+        for halo in (self._halo_sel, self._halo_core):
+            if sel is None:
+                halo.setData([], [])
+            else:
+                pts = self._paths[sel]
+                halo.setData(pts[:, 0], pts[:, 1], connect="finite")
         if self._kinds:
             self._update_badges()
 

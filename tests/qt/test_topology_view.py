@@ -249,11 +249,66 @@ def test_select_link_highlights_without_signal(qtbot: Any, view: TopologyView) -
     assert ends & {(round(pos[sat.a][0], 6), round(pos[sat.a][1], 6)),
                    (round(pos[sat.b][0], 6), round(pos[sat.b][1], 6))}
     badge = view.badge_item(SATURATED)
-    assert badge.border.color() == QColor(theme.ACCENT)
+    assert badge.border.color() == QColor(theme.SELECTION)
     view.select_link(None)
     assert view.selected_link() is None
     assert len(view.selection_halo().getData()[0]) == 0
-    assert view.badge_item(SATURATED).border.color() != QColor(theme.ACCENT)
+    assert view.badge_item(SATURATED).border.color() != QColor(theme.SELECTION)
+
+
+def _luminance(color: str) -> float:
+    def lin(c: float) -> float:
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    q = QColor(color)
+    return 0.2126 * lin(q.redF()) + 0.7152 * lin(q.greenF()) + 0.0722 * lin(q.blueF())
+
+
+def _contrast(a: str, b: str) -> float:
+    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def test_selection_colour_means_nothing_else(view: TopologyView) -> None:
+    """Issue 17.12: the selected edge's halo was the legend's "capacity unknown" blue-grey
+    (a translucent accent blue). Its colour, as drawn over the background, must differ in
+    hue from every legend colour and the self node, and stand out on light and dark."""
+    view.select_link(SATURATED)
+    pen = view.selection_halo().opts["pen"]
+    drawn = pen.color()
+    alpha = drawn.alphaF()
+    bg = QColor(theme.BACKGROUND)
+    over = QColor.fromRgbF(*(alpha * getattr(drawn, f)() + (1 - alpha) * getattr(bg, f)()
+                             for f in ("redF", "greenF", "blueF")))
+    others = [*theme.KIND_COLOR.values(), theme.NODE_SELF, theme.NODE_PEER]
+    for other in others:
+        o = QColor(other)
+        hue_gap = abs(over.hueF() - o.hueF()) * 360 if o.hueF() >= 0 else 360
+        hue_gap = min(hue_gap, 360 - hue_gap)
+        assert hue_gap >= 40 or abs(over.saturationF() - o.saturationF()) > 0.5, other
+    for background in (theme.BACKGROUND, "#1f2937"):
+        assert _contrast(over.name(), background) >= 3.0, background
+
+
+def test_selection_halo_is_drawn_in_its_own_colour(qtbot: Any, view: TopologyView) -> None:
+    """What reaches the screen: selection-coloured pixels beside the selected edge only."""
+    sel = QColor(theme.SELECTION)
+
+    def count() -> int:
+        img = view.grab().toImage()
+        n = 0
+        for x in range(0, img.width(), 2):
+            for y in range(0, img.height(), 2):
+                c = img.pixelColor(x, y)
+                if (abs(c.red() - sel.red()) < 30 and abs(c.green() - sel.green()) < 30
+                        and abs(c.blue() - sel.blue()) < 30):
+                    n += 1
+        return n
+
+    assert count() == 0
+    view.select_link(PARALLEL)  # a calm edge: green inside a magenta casing
+    qtbot.wait(10)
+    assert count() > 50
 
 
 def test_rendered_pixels_show_red_and_dashes(qtbot: Any, view: TopologyView) -> None:
