@@ -15,11 +15,15 @@ def test_two_minute_soak_does_not_grow(tmp_path):
         by_agent.setdefault(r["agent"], []).append(r)
     report = []
     for name, samples in sorted(by_agent.items()):
-        first, last = samples[1:3], samples[-2:]  # skip the very first round (warm-up)
+        # Tasks and fds move with what is in flight when a sample is taken (a fetch task
+        # and a keep-alive connection per peer come and go every interval), so a single
+        # sample says little. A leak raises the floor: compare the quietest of the last
+        # samples with the busiest of the first ones (after the warm-up round).
+        first, last = samples[1:3], samples[-3:]
         for key, slack in (("fds", 2), ("threads", 0), ("tasks", 3)):
             base = max(s[key] for s in first)
-            end = max(s[key] for s in last)
-            assert end <= base + slack, (name, key, [s[key] for s in samples])
+            floor = min(s[key] for s in last)
+            assert floor <= base + slack, (name, key, [s[key] for s in samples])
         assert all(s["links_up"] == 7 for s in samples[1:]), (name, samples)
         report.append(f"{name}: fds {samples[1]['fds']}->{samples[-1]['fds']}, threads "
                       f"{samples[-1]['threads']}, tasks {samples[1]['tasks']}->"
