@@ -40,8 +40,17 @@ PROBE_LEN = _FMT.size  # 40
 #: with a cluster key, each probe carries a truncated HMAC-SHA256 of its 40 bytes
 TAG_LEN = 16
 
+# Kernel receive timestamps. The option that asks for them and the type of the control
+# message that carries them are the same number on Linux (SO_TIMESTAMPNS = SCM_TIMESTAMPNS
+# = 35, a struct timespec), but not on macOS: SO_TIMESTAMP is 0x400 and the message comes
+# as SCM_TIMESTAMP = 0x02 (xnu bsd/sys/socket.h), a struct timeval. Match the type.
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; Python lacks the constant
+SCM_TIMESTAMPNS = SO_TIMESTAMPNS
 SO_TIMESTAMP_DARWIN = 0x0400
+SCM_TIMESTAMP_DARWIN = 0x02
+#: SOL_SOCKET as each kernel numbers it (Linux 1, xnu 0xffff)
+SOL_SOCKET_LINUX = 1
+SOL_SOCKET_DARWIN = 0xFFFF
 
 #: reflector budget per source address: sustained probes per second and burst
 REFLECT_RATE = 200.0
@@ -53,6 +62,27 @@ _MAX_REFLECT_DELAY_NS = 1_000_000_000
 _CLOCK_SLACK_NS = 20_000_000
 
 Target = tuple[str, int]
+
+
+def kernel_rx_ns(anc: list[tuple[int, int, bytes]], mode: str,
+                 sol_socket: int | None = None) -> int | None:
+    """The kernel's receive time (ns of CLOCK_REALTIME) in recvmsg's control messages, or
+    None. mode "ns": Linux SCM_TIMESTAMPNS (struct timespec: two 64-bit fields); "us":
+    macOS SCM_TIMESTAMP (struct timeval: 64-bit seconds, 32-bit microseconds, padding)."""
+    level_want = socket.SOL_SOCKET if sol_socket is None else sol_socket
+    for level, type_, cdata in anc:
+        if level != level_want:
+            continue
+        try:
+            if mode == "ns" and type_ == SCM_TIMESTAMPNS and len(cdata) >= 16:
+                sec, nsec = struct.unpack("qq", cdata[:16])
+                return sec * 1_000_000_000 + nsec
+            if mode == "us" and type_ == SCM_TIMESTAMP_DARWIN and len(cdata) >= 12:
+                sec, usec = struct.unpack("qi", cdata[:12])
+                return sec * 1_000_000_000 + usec * 1000
+        except struct.error:
+            pass
+    return None
 
 
 @dataclass(frozen=True)
@@ -146,6 +176,7 @@ class ProbeSocket:
         self._pending: OrderedDict[int, _Pending] = OrderedDict()
         self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
         self._kernel_ts: str | None = None
+        self._warned_no_stamp = False
         self.counters: dict[str, int] = {
             "probes_sent": 0,
             "probe_send_errors": 0,
@@ -158,6 +189,9 @@ class ProbeSocket:
             "requests_rate_limited": 0,
             "datagrams_malformed": 0,
             "datagrams_unauthenticated": 0,
+            # what really stamped each received datagram: the kernel, or we after recvmsg
+            "rx_kernel_stamped": 0,
+            "rx_user_stamped": 0,
         }
 
     # -- lifecycle -------------------------------------------------------------------
@@ -250,18 +284,16 @@ class ProbeSocket:
             self.datagram(data, addr, self._rx_time(anc))
 
     def _rx_time(self, anc: list) -> int:
-        for level, type_, cdata in anc:
-            if level != socket.SOL_SOCKET:
-                continue
-            try:
-                if self._kernel_ts == "ns" and type_ == SO_TIMESTAMPNS and len(cdata) >= 16:
-                    sec, nsec = struct.unpack("qq", cdata[:16])
-                    return sec * 1_000_000_000 + nsec
-                if self._kernel_ts == "us" and type_ == SO_TIMESTAMP_DARWIN and len(cdata) >= 12:
-                    sec, usec = struct.unpack("qi", cdata[:12])
-                    return sec * 1_000_000_000 + usec * 1000
-            except struct.error:
-                pass
+        if self._kernel_ts is not None:
+            stamp = kernel_rx_ns(anc, self._kernel_ts)
+            if stamp is not None:
+                self.counters["rx_kernel_stamped"] += 1
+                return stamp
+            if not self._warned_no_stamp:
+                self._warned_no_stamp = True
+                log.warning("kernel receive timestamps were asked for but a datagram came "
+                            "without one; such datagrams use user-space time")
+        self.counters["rx_user_stamped"] += 1
         return time.time_ns()
 
     def datagram(self, data: bytes, addr: tuple, rx_ns: int) -> None:
