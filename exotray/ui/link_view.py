@@ -52,6 +52,15 @@ NUMBER_ROWS: Final = (
     ("capacity", "Capacity"),
 )
 _AXIS_W: Final = 64
+#: a range still "covers" data up to this much longer than itself (61 s of data: 1 min)
+_FIT_SLACK: Final = 1.1
+#: where a capacity comes from (the agent's capacity_source), in words
+CAPACITY_SOURCES: Final = {
+    "override": "your setting",
+    "measured": "measured",
+    "nic": "reported by the interface",
+    "kind": "from the interface type",
+}
 
 
 def _floats(values: Any) -> np.ndarray:
@@ -98,6 +107,7 @@ class LinkDetails(QWidget):
         self._threshold = threshold
         self._range = RANGES[1][0]
         self._link: dict[str, Any] | None = None
+        self._link_id: str | None = None
         self._capacity: float | None = None
         self._cols: dict[str, np.ndarray] = {c: np.zeros(0) for c in COLUMNS}
         self._states: deque[str | None] = deque(maxlen=MAX_POINTS)
@@ -193,6 +203,7 @@ class LinkDetails(QWidget):
         grid.setHorizontalSpacing(12)
         grid.setVerticalSpacing(5)
         self._values: dict[str, QLabel] = {}
+        self._subs: dict[str, QLabel] = {}
         row = 0
         for key, caption in NUMBER_ROWS:
             if key in ("jitter_ms", "rx_bytes_per_s", "utilization"):
@@ -204,10 +215,16 @@ class LinkDetails(QWidget):
             value.setProperty("role", "value")
             value.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            value.setWordWrap(True)  # never cut: a long value wraps inside the panel
             grid.addWidget(cap, row, 0)
             grid.addWidget(value, row, 1)
             self._values[key] = value
             row += 1
+            if key in ("utilization", "capacity"):
+                sub = _sub_label()
+                grid.addWidget(sub, row, 0, 1, 2)
+                self._subs[key] = sub
+                row += 1
         grid.addWidget(_rule(), row, 0, 1, 2)
         row += 1
         self._interface = QLabel(fmt.DASH)
@@ -216,9 +233,18 @@ class LinkDetails(QWidget):
         self._note = QLabel("")
         self._note.setProperty("role", "note")
         self._note.setWordWrap(True)
+        # the last result of an action on this link (a capacity test, an export): it
+        # stays until it is replaced or another link is shown
+        self._result = QLabel("")
+        self._result.setObjectName("result")
+        self._result.setWordWrap(True)
+        self._result.setTextFormat(Qt.TextFormat.PlainText)
+        self._result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._result.hide()
         grid.addWidget(self._interface, row, 0, 1, 2)
         grid.addWidget(self._note, row + 1, 0, 1, 2)
-        grid.setRowStretch(row + 2, 1)
+        grid.addWidget(self._result, row + 2, 0, 1, 2)
+        grid.setRowStretch(row + 3, 1)
         panel.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Preferred)
 
         body = QHBoxLayout()
@@ -240,12 +266,19 @@ class LinkDetails(QWidget):
     def set_link(self, link: dict[str, Any] | None, local_name: str | None = None) -> None:
         """Show the current numbers of a link dict from the cluster view (None: none)."""
         self._link = link
+        new_id = None if link is None else link.get("id")
+        if new_id != self._link_id:
+            self._link_id = new_id
+            self.set_result(None)  # a result belongs to the link it was made on
         if link is None:
             self._title.setText("No link selected")
             self._state.setText("")
             self._state.setVisible(False)
             for label in self._values.values():
                 label.setText(fmt.DASH)
+            for sub in self._subs.values():
+                sub.setText("")
+                sub.hide()
             self._interface.setText("")
             self._note.setText("Click a link in the map to see its latency and traffic.")
             self._set_capacity(None)
@@ -264,12 +297,28 @@ class LinkDetails(QWidget):
         self._values["loss"].setText(fmt.percent(link.get("loss")))
         self._values["rx_bytes_per_s"].setText(fmt.rate(link.get("rx_bytes_per_s")))
         self._values["tx_bytes_per_s"].setText(fmt.rate(link.get("tx_bytes_per_s")))
-        self._values["utilization"].setText(fmt.percent(link.get("utilization")))
         cap = link.get("capacity_bytes_per_s")
+        if not cap or cap <= 0:
+            cap = None
+        self._values["utilization"].setText(fmt.utilization(link.get("utilization"), cap))
+        self._values["capacity"].setText(fmt.capacity_rate(cap))
+        # one unit per sentence: the busier direction's rate and the capacity in bytes/s,
+        # the capacity's link speed (bit/s) as a label of its own
+        rates = [(link.get(k), d) for k, d in (("rx_bytes_per_s", "rx"),
+                                                ("tx_bytes_per_s", "tx"))
+                 if link.get(k) is not None]
+        busy = max(rates, key=lambda r: r[0]) if rates else None
+        if cap is not None and busy is not None:
+            self._set_sub("utilization", f"{busy[1]} {fmt.rate(busy[0])} of "
+                                         f"{fmt.capacity_rate(cap)}")
+        else:
+            self._set_sub("utilization", "")
         source = link.get("capacity_source") or "unknown"
-        self._values["capacity"].setText(
-            fmt.capacity(cap) if cap is None else f"{fmt.capacity(cap)} ({source})"
-        )
+        if cap is not None:
+            words = CAPACITY_SOURCES.get(source, source)
+            self._set_sub("capacity", f"({fmt.bit_rate(cap)}) · {words}")
+        else:
+            self._set_sub("capacity", "set it in Preferences, or Measure capacity")
         iface = link.get("local_interface") or "?"
         label = link.get("local_label") or iface
         self._interface.setText(f"via {label} ({iface})")
@@ -279,8 +328,15 @@ class LinkDetails(QWidget):
         )
         self._set_capacity(cap)
 
+    def set_result(self, text: str | None) -> None:
+        """Show the last result of an action on this link (plain text) until it is
+        replaced, cleared with None, or another link is shown."""
+        self._result.setText(text or "")
+        self._result.setVisible(bool(text))
+
     def set_history(self, hist: dict[str, Any]) -> None:
-        """Replace the charts' data with a /v1/history answer (the last MAX_POINTS rows)."""
+        """Replace the charts' data with a /v1/history answer (the last MAX_POINTS rows),
+        and show the smallest range that covers it, so that the data fills the charts."""
         n = len(hist.get("t", []))
         cols = {}
         for c in COLUMNS:
@@ -288,6 +344,7 @@ class LinkDetails(QWidget):
             cols[c] = _floats(values)[-MAX_POINTS:] if values is not None else np.full(n, np.nan)
         self._cols = cols
         self._states = deque(hist.get("state", [None] * n)[-MAX_POINTS:], maxlen=MAX_POINTS)
+        self.set_range(fitting_range(cols["t"]))
         self._mark_dirty()
 
     def append(self, row: dict[str, Any]) -> None:
@@ -333,13 +390,21 @@ class LinkDetails(QWidget):
         return len(self._cols["t"])
 
     def numbers(self) -> dict[str, str]:
-        """The numbers panel's texts by key (NUMBER_ROWS keys, plus "interface", "note")."""
+        """The numbers panel's texts by key: NUMBER_ROWS keys, "utilization_detail",
+        "capacity_detail", "interface", "note", "result", "title" and "state"."""
         out = {k: v.text() for k, v in self._values.items()}
         out["interface"] = self._interface.text()
         out["note"] = self._note.text()
+        out["utilization_detail"] = self._subs["utilization"].text()
+        out["capacity_detail"] = self._subs["capacity"].text()
+        out["result"] = self._result.text() if self._result.isVisible() else ""
         out["title"] = self._title.text()
         out["state"] = self._state.text()
         return out
+
+    def number_labels(self) -> list[QLabel]:
+        """Every label of the numbers panel (tests check that none is cut)."""
+        return self.findChild(QFrame, "numbers").findChildren(QLabel)
 
     def range_buttons(self) -> dict[int, QPushButton]:
         return dict(self._range_buttons)
@@ -371,10 +436,17 @@ class LinkDetails(QWidget):
         if known:
             assert cap is not None
             self._capacity_line.setPos(cap)
-            self._capacity_line.label.setFormat(f"capacity {fmt.capacity(cap)}")
+            self._capacity_line.label.setFormat(
+                f"capacity {fmt.capacity_rate(cap)} ({fmt.bit_rate(cap)})")
             self._threshold_line.setPos(cap * self._threshold)
             self._threshold_line.label.setFormat(f"threshold {fmt.percent(self._threshold)}")
         self._mark_dirty()
+
+    def _set_sub(self, key: str, text: str) -> None:
+        sub = self._subs[key]
+        if sub.text() != text:
+            sub.setText(text)
+        sub.setVisible(bool(text))
 
     def _mark_dirty(self) -> None:
         self._dirty = True
@@ -414,6 +486,16 @@ class LinkDetails(QWidget):
         bw.setYRange(0, (rate_top or 1000.0) * 1.12, padding=0)
 
 
+def fitting_range(t: np.ndarray) -> int:
+    """The smallest of RANGES that covers the time span of `t` (allowing _FIT_SLACK),
+    the longest when none does: a new link's minute of data fills the charts."""
+    span = float(t[-1] - t[0]) if len(t) >= 2 else 0.0
+    for seconds, _text in RANGES:
+        if span <= seconds * _FIT_SLACK:
+            return seconds
+    return RANGES[-1][0]
+
+
 def _top(*arrays: np.ndarray) -> float | None:
     values = [a[np.isfinite(a)] for a in arrays]
     values = [v for v in values if len(v)]
@@ -444,6 +526,17 @@ def _title(text: str, keys: list[tuple[str, str, str]]) -> str:
     return "".join(parts)
 
 
+def _sub_label() -> QLabel:
+    """A muted, right-aligned, wrapping line under a value (spans the panel)."""
+    sub = QLabel("")
+    sub.setProperty("role", "sub")
+    sub.setWordWrap(True)
+    sub.setTextFormat(Qt.TextFormat.PlainText)
+    sub.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    sub.hide()
+    return sub
+
+
 def _rule() -> QFrame:
     rule = QFrame()
     rule.setObjectName("rule")
@@ -460,6 +553,11 @@ QFrame#rule {{ background: {theme.GRID}; }}
 QLabel[role="caption"] {{ color: {theme.TEXT_MUTED}; }}
 QLabel[role="value"] {{ font-weight: 600; }}
 QLabel[role="note"] {{ color: {theme.TEXT_MUTED}; font-size: 8pt; }}
+QLabel[role="sub"] {{ color: {theme.TEXT_MUTED}; font-size: 8pt; }}
+QLabel#result {{
+    background: {theme.BACKGROUND}; border: 1px solid {theme.GRID}; border-radius: 6px;
+    padding: 4px 6px;
+}}
 QPushButton {{
     color: {theme.TEXT}; background: {theme.BACKGROUND}; border: 1px solid {theme.GRID};
     padding: 3px 12px; font-size: 9pt; min-width: 44px;
@@ -471,4 +569,4 @@ QPushButton:checked {{
 }}
 """
 
-__all__ = ["MAX_POINTS", "RANGES", "LinkDetails"]
+__all__ = ["MAX_POINTS", "RANGES", "LinkDetails", "fitting_range"]

@@ -91,19 +91,19 @@ def test_range_switch_changes_visible_x_range(qtbot: Any, details: LinkDetails,
                                               history: dict) -> None:
     end = history["t"][-1]
     vb = details.latency_plot.getPlotItem().getViewBox()
-    assert details.range_seconds() == 600
+    assert details.range_seconds() == 60  # 31 s of history: the range that fits it
     (x0, x1), _ = vb.viewRange()
-    assert x1 == pytest.approx(end) and x1 - x0 == pytest.approx(600)
+    assert x1 == pytest.approx(end) and x1 - x0 == pytest.approx(60)
 
     with qtbot.waitSignal(details.rangeChanged, timeout=1000) as blocker:
-        qtbot.mouseClick(details.range_buttons()[60], pg.QtCore.Qt.MouseButton.LeftButton)
-    assert blocker.args == [60]
-    qtbot.waitUntil(lambda: vb.viewRange()[0][1] - vb.viewRange()[0][0] == pytest.approx(60),
+        qtbot.mouseClick(details.range_buttons()[600], pg.QtCore.Qt.MouseButton.LeftButton)
+    assert blocker.args == [600]
+    qtbot.waitUntil(lambda: vb.viewRange()[0][1] - vb.viewRange()[0][0] == pytest.approx(600),
                     timeout=1000)
-    assert details.range_buttons()[60].isChecked()
+    assert details.range_buttons()[600].isChecked()
     # the bandwidth chart follows (linked x)
     bx0, bx1 = details.bandwidth_plot.getPlotItem().getViewBox().viewRange()[0]
-    assert bx1 - bx0 == pytest.approx(60)
+    assert bx1 - bx0 == pytest.approx(600)
 
     details.set_range(3600)
     details.flush()
@@ -159,7 +159,9 @@ def test_numbers_panel(details: LinkDetails) -> None:
     assert n["rx_bytes_per_s"] == "141 kB/s"
     assert n["tx_bytes_per_s"] == "6.3 MB/s"
     assert n["utilization"] == "101 %"
-    assert n["capacity"] == "50 Mbit/s (override)"
+    assert n["utilization_detail"] == "tx 6.3 MB/s of 6.25 MB/s"
+    assert n["capacity"] == "6.25 MB/s"
+    assert n["capacity_detail"] == "(50 Mbit/s) · your setting"
     assert n["interface"] == "via Virtual (xt1a)"
     assert "xt1a" in n["note"] and "interface" in n["note"]
 
@@ -200,3 +202,85 @@ def test_screenshot(qtbot: Any, details: LinkDetails) -> None:
     details.set_range(60)
     details.flush()
     assert details.grab().save(str(SHOTS / "link_details.png"))
+
+
+def _cut_labels(w: LinkDetails) -> list[str]:
+    """Texts of visible panel labels that do not fit in the space they were given."""
+    cut = []
+    for label in w.number_labels():
+        if not label.isVisible() or not label.text():
+            continue
+        room = label.contentsRect()
+        if label.wordWrap():
+            if room.height() + 1 < label.heightForWidth(label.width()):
+                cut.append(label.text())
+        elif room.width() < label.fontMetrics().horizontalAdvance(label.text()):
+            cut.append(label.text())
+    return cut
+
+
+def test_capacity_is_rounded_and_never_cut(qtbot: Any, details: LinkDetails,
+                                          link: dict) -> None:
+    """Issue 17.13: a measured 6.6811 Gbit/s read "6.6811 Gbit/s (measu"."""
+    details.set_link(dict(link, capacity_bytes_per_s=835_137_500.0,
+                          capacity_source="measured", utilization=0.0076), "studio-1")
+    qtbot.wait(20)
+    n = details.numbers()
+    assert n["capacity"] == "835 MB/s"
+    assert n["capacity_detail"] == "(6.68 Gbit/s) · measured"
+    assert "6.6811" not in " ".join(n.values())
+    assert _cut_labels(details) == []
+    assert "835 MB/s (6.68 Gbit/s)" in details.capacity_line().label.toPlainText()
+    # the narrowest the window lets the details be
+    details.resize(details.minimumSizeHint().width(), 520)
+    qtbot.wait(20)
+    assert _cut_labels(details) == []
+
+
+def test_one_unit_system_per_sentence(details: LinkDetails, link: dict) -> None:
+    """Issue 17.13: "4.9 MB/s of 40 Mbit/s" mixed units in one sentence."""
+    details.set_link(dict(link, rx_bytes_per_s=4.9e6, tx_bytes_per_s=1e5,
+                          capacity_bytes_per_s=5e6, utilization=0.98))
+    n = details.numbers()
+    assert n["utilization_detail"] == "rx 4.9 MB/s of 5 MB/s"
+    assert n["capacity"] == "5 MB/s"
+    assert n["capacity_detail"].startswith("(40 Mbit/s)")
+    for key in ("utilization_detail", "capacity", "utilization"):
+        assert "bit/s" not in n[key], key
+
+
+def test_result_stays_until_replaced_or_the_link_changes(details: LinkDetails,
+                                                         link: dict) -> None:
+    """Issue 17.10: a result line in the details survives the live updates."""
+    assert details.numbers()["result"] == ""
+    details.set_result("Exported 32 samples to /tmp/x.csv")
+    for _ in range(3):  # the window passes the same link once a second
+        details.set_link(dict(link, rtt_ms=1.0), "studio-1")
+    assert details.numbers()["result"] == "Exported 32 samples to /tmp/x.csv"
+    details.set_result("Measured 6.25 MB/s")
+    assert details.numbers()["result"] == "Measured 6.25 MB/s"
+    details.set_link(dict(link, id="another"), "studio-1")
+    assert details.numbers()["result"] == ""
+
+
+def _history_of(history: dict, seconds: float) -> dict:
+    n = 40
+    t0 = history["t"][-1] - seconds
+    return {"t": [t0 + seconds * i / (n - 1) for i in range(n)], "rtt_ms": [1.0] * n}
+
+
+@pytest.mark.parametrize(("seconds", "expected"), [
+    (5, 60), (31, 60), (64, 60), (300, 600), (640, 600), (1200, 3600), (7200, 3600)])
+def test_initial_range_fits_the_history(details: LinkDetails, history: dict,
+                                        seconds: float, expected: int) -> None:
+    """Issue 17.17: the charts opened on 10 min with a new link's data at the right edge."""
+    details.set_history(_history_of(history, seconds))
+    details.flush()
+    assert details.range_seconds() == expected
+    assert details.range_buttons()[expected].isChecked()
+
+
+def test_a_new_links_minute_fills_the_chart(details: LinkDetails, history: dict) -> None:
+    (x0, x1), _ = details.latency_plot.getPlotItem().getViewBox().viewRange()
+    span = history["t"][-1] - history["t"][0]
+    assert span / (x1 - x0) > 0.5  # 31 s of data in a 1 min chart, not 10 min
