@@ -14,6 +14,29 @@ import sys
 from pathlib import Path
 
 LABEL = "io.exotray.app"
+#: the app's bundle id (packaging/macos/info_plist.py BUNDLE_ID): System Settings › General
+#: › Login Items shows the LaunchAgent under the app's name and icon with it
+BUNDLE_ID = "io.exotray.app"
+
+
+class AutostartError(RuntimeError):
+    """Start at login cannot be set up from where the app runs now."""
+
+
+def unstable_location(executable: str) -> str | None:
+    """Why a login item pointing at this executable would break after a reboot, or None.
+
+    An app opened from its disk image runs under /Volumes/…, gone once the image is
+    ejected; one opened from Downloads without being moved is translocated by Gatekeeper
+    to a random /private/var/folders/…/AppTranslocation/… path that changes each launch."""
+    if executable.startswith("/Volumes/"):
+        return ("exotray runs from its disk image (/Volumes/…): drag exotray.app to "
+                "Applications, open it from there, then turn on Start at login")
+    if "/AppTranslocation/" in executable:
+        return ("macOS runs exotray from a temporary copy (App Translocation) because it "
+                "was opened where it was downloaded: move exotray.app to Applications, "
+                "open it from there, then turn on Start at login")
+    return None
 
 
 def command() -> list[str]:
@@ -47,17 +70,23 @@ def desktop_entry(cmd: list[str]) -> str:
 def launch_agent(cmd: list[str]) -> bytes:
     return plistlib.dumps(
         {"Label": LABEL, "ProgramArguments": cmd, "RunAtLoad": True,
-         "ProcessType": "Interactive", "LimitLoadToSessionType": "Aqua"}
+         "ProcessType": "Interactive", "LimitLoadToSessionType": "Aqua",
+         "AssociatedBundleIdentifiers": [BUNDLE_ID]}
     )
 
 
-def enable(platform: str = sys.platform, home: Path | None = None) -> Path:
+def enable(platform: str = sys.platform, home: Path | None = None,
+           cmd: list[str] | None = None) -> Path:
+    """Write the login item; raises AutostartError where it would not survive a reboot."""
+    cmd = cmd or command()
+    if platform == "darwin" and (why := unstable_location(cmd[0])):
+        raise AutostartError(why)
     p = path(platform, home)
     p.parent.mkdir(parents=True, exist_ok=True)
     if platform == "darwin":
-        p.write_bytes(launch_agent(command()))
+        p.write_bytes(launch_agent(cmd))
     else:
-        p.write_text(desktop_entry(command()))
+        p.write_text(desktop_entry(cmd))
     return p
 
 

@@ -179,10 +179,15 @@ class Preferences(QDialog):
             self.status.setText(str(e))
             return
         if self.login.isChecked() != autostart.enabled():
-            if self.login.isChecked():
-                autostart.enable()
-            else:
-                autostart.disable()
+            try:
+                if self.login.isChecked():
+                    autostart.enable()
+                else:
+                    autostart.disable()
+            except (autostart.AutostartError, OSError) as e:
+                self.login.setChecked(autostart.enabled())
+                self.status.setText(f"Start at login: {e}")
+                return
         self.status.setText("Saving…")
         self.client.put_settings(changes, self._saved)
 

@@ -50,6 +50,10 @@ def info_plist(version: str | None = None, min_macos: str = MIN_MACOS) -> dict[s
         # peers); the prompt shows this sentence, and Bonjour browsing needs the type listed.
         "NSLocalNetworkUsageDescription": LOCAL_NETWORK_USAGE,
         "NSBonjourServices": [BONJOUR_SERVICE],
+        # App Nap would stretch a menu-bar app's 1 s timers (and its agent child's, which
+        # runs from the same bundle) to ~10 s while no window is visible: a monitor must
+        # keep its own pace.
+        "NSAppSleepDisabled": True,
     }
 
 

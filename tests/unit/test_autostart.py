@@ -1,6 +1,8 @@
 import configparser
 import plistlib
 
+import pytest
+
 from exotray.ui import autostart
 
 
@@ -29,3 +31,26 @@ def test_macos_launch_agent(tmp_path):
     plist = plistlib.loads(p.read_bytes())
     assert plist["Label"] == "io.exotray.app" and plist["RunAtLoad"] is True
     assert plist["ProgramArguments"][-2:] == ["-m", "exotray"]
+    # System Settings › Login Items names the item after the app, not "python".
+    assert plist["AssociatedBundleIdentifiers"] == ["io.exotray.app"]
+
+
+@pytest.mark.parametrize(
+    ("exe", "refused"),
+    [
+        ("/Applications/exotray.app/Contents/MacOS/exotray", None),
+        ("/Volumes/exotray 0.1.0/exotray.app/Contents/MacOS/exotray", "disk image"),
+        ("/private/var/folders/x1/abc/T/AppTranslocation/1F2E-3D/d/exotray.app/Contents/"
+         "MacOS/exotray", "App Translocation"),
+    ],
+)
+def test_login_item_refused_where_it_would_break_after_a_reboot(tmp_path, exe, refused):
+    if refused is None:
+        p = autostart.enable("darwin", tmp_path, cmd=[exe])
+        assert plistlib.loads(p.read_bytes())["ProgramArguments"] == [exe]
+        return
+    with pytest.raises(autostart.AutostartError, match=refused):
+        autostart.enable("darwin", tmp_path, cmd=[exe])
+    assert not autostart.enabled("darwin", tmp_path)
+    # Linux has neither: the same path is fine there.
+    assert autostart.enable("linux", tmp_path, cmd=[exe]).exists()

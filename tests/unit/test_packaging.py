@@ -62,6 +62,8 @@ def test_info_plist_contents(plist):
     assert plist["CFBundleVersion"] == exotray.__version__
     assert plist["LSUIElement"] is True
     assert plist["NSHighResolutionCapable"] is True
+    assert plist["NSAppSleepDisabled"] is True  # App Nap would slow the 1 s timers to ~10 s
+    assert plist["CFBundleIdentifier"] == autostart.BUNDLE_ID
     assert plist["NSBonjourServices"] == ["_exotray._tcp"]
     assert plist["NSBonjourServices"][0] + ".local." == SERVICE_TYPE
     text = plist["NSLocalNetworkUsageDescription"]
