@@ -16,6 +16,7 @@ call on a bus without dunst fails instead of auto-starting the system's notifica
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import select
@@ -421,6 +422,205 @@ class PrivateBus:
 
     def __exit__(self, *exc: object) -> None:
         self._desk.close()
+
+
+# -------------------------------------------------------------------- fake notification daemon
+
+_FAKE_DAEMON = r"""
+import json, sys
+from gi.repository import Gio, GLib
+
+SERVICE = IFACE = "org.freedesktop.Notifications"
+PATH = "/org/freedesktop/Notifications"
+XML = '''<node><interface name="org.freedesktop.Notifications">
+  <method name="Notify">
+    <arg type="s" direction="in"/><arg type="u" direction="in"/><arg type="s" direction="in"/>
+    <arg type="s" direction="in"/><arg type="s" direction="in"/><arg type="as" direction="in"/>
+    <arg type="a{sv}" direction="in"/><arg type="i" direction="in"/>
+    <arg type="u" direction="out"/>
+  </method>
+  <method name="CloseNotification"><arg type="u" direction="in"/></method>
+  <method name="GetCapabilities"><arg type="as" direction="out"/></method>
+  <signal name="ActionInvoked"><arg type="u"/><arg type="s"/></signal>
+  <signal name="NotificationClosed"><arg type="u"/><arg type="u"/></signal>
+</interface></node>'''
+
+mode = sys.argv[2]  # "dunst": an unknown replaces_id is reused; "new": it gets a new id
+state = {"next": 1, "open": {}, "expire_before_replace": False}
+loop = GLib.MainLoop()
+
+
+def out(**kw):
+    print(json.dumps(kw), flush=True)
+
+
+def emit(member, fmt, args):
+    conn.emit_signal(None, PATH, IFACE, member, GLib.Variant(fmt, args))
+
+
+def close(nid, reason):
+    if state["open"].pop(nid, None) is not None:
+        emit("NotificationClosed", "(uu)", (nid, reason))
+        out(event="closed", id=nid, reason=reason)
+
+
+def on_call(_conn, _sender, _path, _iface, method, params, inv):
+    if method == "Notify":
+        app, rid, _icon, summary, body, actions, hints, expire = params.unpack()
+        hint_types = {}
+        hv = params.get_child_value(6)
+        for i in range(hv.n_children()):
+            entry = hv.get_child_value(i)
+            hint_types[entry.get_child_value(0).get_string()] = (
+                entry.get_child_value(1).get_variant().get_type_string())
+        if rid and state["expire_before_replace"]:
+            # the bubble expires just before the replacement: the signal precedes the reply
+            state["expire_before_replace"] = False
+            close(rid, 1)
+        if rid and (rid in state["open"] or mode == "dunst"):
+            nid = rid
+        else:
+            nid = state["next"]
+        state["next"] = max(state["next"], nid + 1)
+        state["open"][nid] = summary
+        out(event="notify", app_name=app, replaces_id=rid, summary=summary, body=body,
+            actions=actions, hints=hints, hint_types=hint_types, expire_timeout=expire,
+            id=nid, signature=params.get_type_string())
+        inv.return_value(GLib.Variant("(u)", (nid,)))
+    elif method == "CloseNotification":
+        close(params.unpack()[0], 3)
+        inv.return_value(None)
+    elif method == "GetCapabilities":
+        inv.return_value(GLib.Variant("(as)", (["actions", "body"],)))
+
+
+def on_stdin(_fd, _cond):
+    line = sys.stdin.readline()
+    if not line:
+        loop.quit()
+        return False
+    cmd = json.loads(line)
+    if cmd["cmd"] == "close":
+        close(cmd["id"], cmd.get("reason", 2))
+    elif cmd["cmd"] == "invoke":
+        emit("ActionInvoked", "(us)", (cmd["id"], cmd.get("action", "default")))
+        out(event="invoked", id=cmd["id"])
+    elif cmd["cmd"] == "expire_before_replace":
+        state["expire_before_replace"] = True
+    out(event="ack", cmd=cmd["cmd"], open=sorted(state["open"]))
+    return True
+
+
+conn = Gio.DBusConnection.new_for_address_sync(
+    sys.argv[1], Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT
+    | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+conn.register_object(PATH, Gio.DBusNodeInfo.new_for_xml(XML).interfaces[0], on_call, None, None)
+Gio.bus_own_name_on_connection(conn, SERVICE, Gio.BusNameOwnerFlags.NONE,
+                               lambda *a: out(event="ready"), lambda *a: loop.quit())
+GLib.io_add_watch(sys.stdin.fileno(), GLib.IO_IN | GLib.IO_HUP, on_stdin)
+loop.run()
+"""
+
+
+class FakeNotifications:
+    """A scripted org.freedesktop.Notifications on a bus (system python3 + GDBus, which checks
+    Notify's signature as strictly as dunst). ``mode="dunst"`` reuses an unknown
+    ``replaces_id`` like dunst; ``mode="new"`` gives a new id then, like GNOME Shell.
+
+    ``events`` holds what it did, as dicts (event = ready | notify | closed | invoked | ack).
+    ``close_bubble(id)`` / ``invoke(id)`` make it emit NotificationClosed / ActionInvoked;
+    ``expire_before_replace()`` makes it close the bubble the next Notify replaces just before
+    answering that Notify (so the signal reaches the client before the reply)."""
+
+    PYTHON = "/usr/bin/python3"
+
+    @classmethod
+    def why_not_available(cls) -> str | None:
+        if shutil.which("dbus-daemon") is None:
+            return "missing dbus-daemon (apt: dbus)"
+        r = subprocess.run([cls.PYTHON, "-c", "from gi.repository import Gio"],
+                           capture_output=True, check=False)  # fmt: skip
+        return None if r.returncode == 0 else "needs python3-gi (apt: python3-gi)"
+
+    def __init__(self, address: str, mode: str = "dunst", timeout: float = 10.0) -> None:
+        import threading
+
+        self.timeout = timeout
+        self.events: list[dict[str, Any]] = []
+        self._proc = subprocess.Popen(
+            [self.PYTHON, "-u", "-c", _FAKE_DAEMON, address, mode], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            with contextlib.suppress(ValueError):
+                self.events.append(json.loads(line))
+
+    def __enter__(self) -> FakeNotifications:
+        try:
+            self.wait_for(lambda: self.of("ready"), "the fake daemon to own its name")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self._proc.stdin.close()  # EOF: the daemon quits by itself
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=3)
+        _stop(self._proc, "fake notification daemon")
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in list(self.events) if e["event"] == kind]
+
+    def notifies(self) -> list[dict[str, Any]]:
+        return self.of("notify")
+
+    def open_ids(self) -> list[int]:
+        """Ids on "screen" as of the last command's ack (see ``command``)."""
+        self.command("status")
+        return self.of("ack")[-1]["open"]
+
+    def wait_for(self, cond: Callable[[], Any], what: str,
+                 pump: Callable[[float], Any] = time.sleep) -> Any:  # fmt: skip
+        """Poll `cond` until true; `pump(0.01)` in between (e.g. to run a Qt event loop)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            value = cond()
+            if value:
+                return value
+            if self._proc.poll() is not None:
+                err = self._proc.stderr.read() if self._proc.stderr else ""
+                raise DesktopError(f"fake daemon exited ({self._proc.returncode}): {err}")
+            if time.monotonic() > deadline:
+                raise DesktopError(f"timed out waiting for {what}; events: {self.events}")
+            pump(0.01)
+
+    def command(self, cmd: str, **kw: Any) -> None:
+        """Send a command; returns once the daemon acknowledged it, i.e. it is done."""
+        assert self._proc.stdin is not None
+        n = len(self.of("ack"))
+        self._proc.stdin.write(json.dumps({"cmd": cmd, **kw}) + "\n")
+        self._proc.stdin.flush()
+        self.wait_for(lambda: len(self.of("ack")) > n, f"the daemon to do {cmd}")
+
+    def close_bubble(self, nid: int, reason: int = 2) -> None:
+        self.command("close", id=nid, reason=reason)
+
+    def invoke(self, nid: int, action: str = "default") -> None:
+        self.command("invoke", id=nid, action=action)
+
+    def expire_before_replace(self) -> None:
+        self.command("expire_before_replace")
 
 
 # -------------------------------------------------------------------- dbus-monitor parsing
