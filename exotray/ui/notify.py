@@ -19,6 +19,14 @@ call. So the call goes through Qt's own typed meta-call path instead:
   ``urgency`` is a real ``QVariant(uchar)`` -> ``variant byte``.
 
 That call blocks for at most ``DBUS_TIMEOUT_MS`` (a local round trip takes ~10 ms).
+
+One bubble per key: a notification with a (non-empty) ``key`` replaces the one still on screen
+for that key. On D-Bus the daemon's id for the key's last notification goes out as
+``replaces_id`` (forgotten on ``NotificationClosed``), so a link's "cleared" takes the place of
+its "saturated" bubble; different keys are independent. On macOS the key is the
+``NSUserNotification`` identifier, which replaces a delivered notification with the same one.
+The tray balloon shows one message at a time anyway; a new one replaces it, whatever its key.
+Every backend uses the daemon's default expiry (``EXPIRE_DEFAULT``), never "until dismissed".
 """
 
 from __future__ import annotations
@@ -27,13 +35,16 @@ import contextlib
 import importlib.util
 import logging
 import sys
+from collections import OrderedDict
 
 from PySide6.QtCore import (
     Q_ARG,
     Q_RETURN_ARG,
     ClassInfo,
     QByteArray,
+    QCoreApplication,
     QDataStream,
+    QEvent,
     QGenericArgumentHolder,
     QIODevice,
     QMetaObject,
@@ -52,6 +63,9 @@ PATH = "/org/freedesktop/Notifications"
 IFACE = "org.freedesktop.Notifications"
 DBUS_TIMEOUT_MS = 1500
 URGENCY = {"low": 0, "normal": 1, "critical": 2}
+EXPIRE_DEFAULT = -1  # Notify's expire_timeout: the daemon's default; 0 would mean "never"
+TRAY_MESSAGE_MS = 10_000
+MAX_TRACKED_IDS = 256  # ids we remember for clicks if a daemon never says they closed
 _SEED_PATH = "/org/exotray/NotificationsIntrospection"
 _TYPED_NOTIFY = b"Notify(QString,uint,QString,QString,QString,QStringList,QVariantMap,int)"
 
@@ -150,7 +164,8 @@ class Notifier(QObject):
         self._conn = connection
         self._iface = None
         self._seed: QObject | None = None
-        self._keys: dict[int, str] = {}
+        self._keys: OrderedDict[int, str] = OrderedDict()  # daemon id -> key (for clicks)
+        self._ids: dict[str, int] = {}  # key -> id of its bubble still on screen
         self._last_key: str | None = None
         self._logged: set[str] = set()
         self._closed = False
@@ -164,7 +179,11 @@ class Notifier(QObject):
 
     def notify(self, title: str, body: str, key: str | None = None,
                urgency: str = "normal") -> None:  # fmt: skip
-        """Show a notification. Never raises; each kind of failure is logged once."""
+        """Show a notification. Never raises; each kind of failure is logged once.
+
+        With a non-empty `key`, it replaces the notification of the same key still on screen
+        and a click emits `activated(key)`; ``key=""`` is clickable but never replaces.
+        "critical" is for callers that want a bubble the daemon may keep until dismissed."""
         if self._closed:
             return
         try:
@@ -192,6 +211,7 @@ class Notifier(QObject):
             with contextlib.suppress(RuntimeError, TypeError):
                 self._tray.messageClicked.disconnect(self._on_message_clicked)
         self._keys.clear()
+        self._ids.clear()
         self._last_key = None
 
     # ------------------------------------------------------------------ D-Bus
@@ -232,23 +252,53 @@ class Notifier(QObject):
         if self._iface is None:
             return False
         actions = ["default", "Open"] if key is not None else []
+        # NotificationClosed signals already received are queued for us: handle them first,
+        # so we do not name a bubble that is gone (harmless anyway: dunst reuses the id,
+        # GNOME gives a new one).
+        QCoreApplication.sendPostedEvents(self, QEvent.Type.MetaCall)
+        replaces = self._ids.get(key, 0) if key else 0
+        nid = self._call_notify(replaces, title, body, actions, URGENCY.get(urgency, 1))
+        # A NotificationClosed the daemon sent before its reply (e.g. the bubble we are
+        # replacing expired meanwhile) was queued for us during the call: handle it now,
+        # while it still means the old bubble. Dunst gives the new bubble that same id, and
+        # the late signal would otherwise make us forget the new one.
+        QCoreApplication.sendPostedEvents(self, QEvent.Type.MetaCall)
+        if nid is None:
+            return False
+        if replaces and nid != replaces:  # the daemon made a new bubble, the old one is gone
+            self._forget(replaces)
+        if key is not None:
+            self._keys[nid] = key
+            self._keys.move_to_end(nid)
+            while len(self._keys) > MAX_TRACKED_IDS:
+                self._forget(next(iter(self._keys)))
+        if key:
+            self._ids[key] = nid
+        return True
+
+    def _call_notify(self, replaces_id: int, title: str, body: str, actions: list[str],
+                     urgency: int) -> int | None:  # fmt: skip
+        """org.freedesktop.Notifications.Notify; the daemon's id, or None (logged once)."""
         try:
             nid = QMetaObject.invokeMethod(
                 self._iface, "Notify", Qt.ConnectionType.DirectConnection, Q_RETURN_ARG("uint"),
-                Q_ARG(str, self.app_name), Q_ARG("uint", 0), Q_ARG(str, ""), Q_ARG(str, title),
-                Q_ARG(str, body), Q_ARG("QStringList", actions),
-                _hints_holder(URGENCY.get(urgency, 1)), Q_ARG(int, -1),
+                Q_ARG(str, self.app_name), Q_ARG("uint", replaces_id), Q_ARG(str, ""),
+                Q_ARG(str, title), Q_ARG(str, body), Q_ARG("QStringList", actions),
+                _hints_holder(urgency), Q_ARG(int, EXPIRE_DEFAULT),
             )  # fmt: skip
         except RuntimeError as exc:
             self._log_once("dbus-call", "Notify call failed: %s", exc)
-            return False
+            return None
         err = self._iface.lastError()
         if err.isValid() or not nid:
             self._log_once("dbus-call", "Notify call failed: %s %s", err.name(), err.message())
-            return False
-        if key is not None:
-            self._keys[int(nid)] = key
-        return True
+            return None
+        return int(nid)
+
+    def _forget(self, nid: int) -> None:
+        key = self._keys.pop(nid, None)
+        if key is not None and self._ids.get(key) == nid:
+            del self._ids[key]
 
     @Slot("QDBusMessage")
     def _on_action_invoked(self, msg) -> None:
@@ -263,7 +313,7 @@ class Notifier(QObject):
     @Slot("QDBusMessage")
     def _on_closed(self, msg) -> None:
         with contextlib.suppress(TypeError, ValueError, IndexError):
-            self._keys.pop(int(msg.arguments()[0]), None)
+            self._forget(int(msg.arguments()[0]))
 
     # ------------------------------------------------------------------ macOS (untested here)
 
@@ -280,6 +330,8 @@ class Notifier(QObject):
         note.setInformativeText_(body)
         if key is not None:
             note.setUserInfo_({"key": key})
+        if key:  # delivering the same identifier again replaces the delivered notification
+            note.setIdentifier_(f"{self.app_name}:{key}")
         NSUserNotificationCenter.defaultUserNotificationCenter().deliverNotification_(note)
         return True
 
@@ -291,8 +343,11 @@ class Notifier(QObject):
             return
         icon = (QSystemTrayIcon.MessageIcon.Critical if urgency == "critical"
                 else QSystemTrayIcon.MessageIcon.Information)  # fmt: skip
+        # One balloon at a time: showMessage replaces the previous one, so a key's new
+        # message replaces its old one too (and so does any other key's); a click is for
+        # the message on screen, i.e. the last one.
         self._last_key = key
-        self._tray.showMessage(title, body, icon, 10_000)
+        self._tray.showMessage(title, body, icon, TRAY_MESSAGE_MS)
 
     def _on_message_clicked(self) -> None:
         if self._last_key is not None:

@@ -1,7 +1,9 @@
-"""Notifier fallback path (offscreen): no notification daemon -> tray balloons.
+"""Notifier (offscreen): D-Bus against a scripted daemon, and the tray balloon fallback.
 
-The one fake here is the desktop edge: a QSystemTrayIcon subclass that records showMessage
-calls, since the offscreen platform has no tray to draw balloons in.
+The fakes here are the desktop edges: a QSystemTrayIcon subclass that records showMessage
+calls, since the offscreen platform has no tray to draw balloons in, and a scripted
+org.freedesktop.Notifications (harness.FakeNotifications, GDBus in a subprocess) on a private
+bus, handed to the Notifier through `connection=`. tests/desktop has the same against dunst.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from exotray.ui.notify import Notifier, detect_backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "desktop"))
 
-from harness import PrivateBus
+from harness import FakeNotifications, PrivateBus
 
 
 class RecordingTray(QSystemTrayIcon):
@@ -48,6 +50,146 @@ def empty_bus(tmp_path):
             QDBusConnection.disconnectFromBus(name)
 
 
+@pytest.fixture
+def daemon_bus(tmp_path, request):
+    """(connection, fake daemon) on a private bus; parametrize `mode` indirectly if needed."""
+    reason = FakeNotifications.why_not_available()
+    if reason:
+        pytest.skip(reason)
+    from PySide6.QtDBus import QDBusConnection
+
+    mode = getattr(request, "param", "dunst")
+    name = f"exotray-test-d-{tmp_path.name}"
+    with PrivateBus(tmp_path) as address, FakeNotifications(address, mode) as fake:
+        conn = QDBusConnection.connectToBus(address, name)
+        assert conn.isConnected()
+        try:
+            yield conn, fake
+        finally:
+            QDBusConnection.disconnectFromBus(name)
+
+
+def _sent(fake: FakeNotifications, n: int) -> list[dict]:
+    """The first n Notify calls the daemon got (the call is synchronous; this waits only for
+    our reader of its output)."""
+    return fake.wait_for(lambda: fake.notifies()[:n] if len(fake.notifies()) >= n else None,
+                         f"{n} Notify calls")  # fmt: skip
+
+
+@pytest.fixture
+def notifier(qapp, daemon_bus):
+    conn, fake = daemon_bus
+    n = Notifier(None, connection=conn)
+    assert n.backend == "dbus"
+    yield n, fake
+    n.close()
+
+
+def test_a_keys_notification_replaces_its_bubble_other_keys_are_independent(notifier):
+    n, fake = notifier
+    n.notify("Link saturated: a ⇄ b", "eth0 at 97 %", key="L1")
+    n.notify("Link saturated: a ⇄ c", "eth1 at 95 %", key="L2")
+    n.notify("Link back to normal: a ⇄ b", "eth0 at 12 %", key="L1")
+    sat1, sat2, clear1 = _sent(fake, 3)
+    assert sat1["replaces_id"] == 0 and sat2["replaces_id"] == 0
+    assert sat2["id"] != sat1["id"]
+    assert clear1["replaces_id"] == sat1["id"]  # the clear takes the saturation's place
+    assert clear1["id"] == sat1["id"]
+    assert fake.open_ids() == sorted([sat1["id"], sat2["id"]])  # one bubble per link
+    for call in (sat1, sat2, clear1):
+        assert call["signature"] == "(susssasa{sv}i)"
+        assert call["hints"] == {"urgency": 1} and call["hint_types"] == {"urgency": "y"}
+        assert call["expire_timeout"] == -1  # the daemon's default, never 0 = "never expire"
+        assert call["actions"] == ["default", "Open"]
+
+
+def test_click_after_a_replacement_activates_the_right_key(qtbot, notifier):
+    n, fake = notifier
+    n.notify("Link saturated", "x", key="L1")
+    n.notify("Link saturated", "y", key="L2")
+    n.notify("Link back to normal", "x", key="L1")
+    first, other, replaced = _sent(fake, 3)
+    assert replaced["replaces_id"] == first["id"]
+    with qtbot.waitSignal(n.activated, timeout=5000) as blocker:
+        fake.invoke(replaced["id"])
+    assert blocker.args == ["L1"]
+    with qtbot.waitSignal(n.activated, timeout=5000) as blocker:
+        fake.invoke(other["id"])
+    assert blocker.args == ["L2"]
+
+
+def _round_trip(conn) -> None:
+    """A call to the daemon on the Notifier's connection, then the queued events: every
+    signal the daemon sent before has reached the Notifier afterwards (same-sender order)."""
+    from PySide6.QtCore import QCoreApplication
+    from PySide6.QtDBus import QDBusMessage
+
+    name = "org.freedesktop.Notifications"
+    msg = QDBusMessage.createMethodCall(name, "/org/freedesktop/Notifications", name,
+                                        "GetCapabilities")  # fmt: skip
+    assert conn.call(msg).type() == QDBusMessage.MessageType.ReplyMessage
+    QCoreApplication.sendPostedEvents()
+
+
+def test_a_closed_bubble_is_forgotten_the_next_one_is_new(daemon_bus, notifier):
+    conn, _ = daemon_bus
+    n, fake = notifier
+    n.notify("Link saturated", "x", key="L1")
+    (first,) = _sent(fake, 1)
+    fake.close_bubble(first["id"])  # dismissed or expired: NotificationClosed
+    _round_trip(conn)
+    n.notify("Link back to normal", "x", key="L1")
+    _, second = _sent(fake, 2)
+    assert second["replaces_id"] == 0
+    n.notify("Link saturated", "x", key="L1")
+    assert _sent(fake, 3)[2]["replaces_id"] == second["id"]
+
+
+@pytest.mark.parametrize("daemon_bus", ["dunst", "new"], indirect=True)
+def test_bubble_expiring_just_before_its_replacement(qtbot, daemon_bus, notifier):
+    """The daemon closes the bubble just before a Notify that replaces it: its
+    NotificationClosed reaches us before the reply. dunst then reuses the id for the new
+    bubble, GNOME gives a new id; either way the new bubble is the key's and clickable."""
+    n, fake = notifier
+    n.notify("Link saturated", "x", key="L1")
+    fake.expire_before_replace()
+    n.notify("Link back to normal", "x", key="L1")
+    first, second = _sent(fake, 2)
+    assert second["replaces_id"] == first["id"]
+    assert fake.open_ids() == [second["id"]]
+    _round_trip(daemon_bus[0])  # any late signal is in: it must not make us forget the bubble
+    with qtbot.waitSignal(n.activated, timeout=5000) as blocker:
+        fake.invoke(second["id"])
+    assert blocker.args == ["L1"]
+    n.notify("Link saturated", "x", key="L1")
+    assert _sent(fake, 3)[2]["replaces_id"] == second["id"]
+    assert fake.open_ids() == [second["id"]]
+
+
+def test_empty_key_is_clickable_but_never_replaces_and_no_key_has_no_action(qtbot, notifier):
+    n, fake = notifier
+    n.notify("Peer down", "a", key="")
+    n.notify("Peer down", "b", key="")
+    n.notify("Agent back", "c")
+    a, b, c = _sent(fake, 3)
+    assert a["replaces_id"] == b["replaces_id"] == c["replaces_id"] == 0
+    assert len({a["id"], b["id"], c["id"]}) == 3
+    assert c["actions"] == []
+    with qtbot.waitSignal(n.activated, timeout=5000) as blocker:
+        fake.invoke(a["id"])
+    assert blocker.args == [""]
+    with qtbot.assertNotEmitted(n.activated, wait=200):
+        fake.invoke(c["id"])
+
+
+def test_critical_is_still_available_to_callers_who_ask(notifier):
+    n, fake = notifier
+    n.notify("Agent stopped", "why", key="agent", urgency="critical")
+    (call,) = _sent(fake, 1)
+    assert call["hints"] == {"urgency": 2}
+    assert call["expire_timeout"] == -1
+
+
 def test_detects_tray_when_no_notification_service(qapp, empty_bus):
     assert detect_backend(empty_bus) == "tray"
     tray = RecordingTray()
@@ -67,10 +209,25 @@ def test_tray_backend_shows_message_and_click_activates_key(qtbot):
     assert [m[0] for m in tray.messages] == ["Link saturated", "RTT high"]
     assert tray.messages[0][2] == QSystemTrayIcon.MessageIcon.Critical
     assert tray.messages[1][2] == QSystemTrayIcon.MessageIcon.Information
+    assert {m[3] for m in tray.messages} == {10_000}  # expires, whatever the urgency
     # the balloon only knows "clicked", so the last notification's key wins
     with qtbot.waitSignal(n.activated, timeout=1000) as blocker:
         tray.messageClicked.emit()
     assert blocker.args == ["R7"]
+    n.close()
+
+
+def test_tray_same_key_again_shows_the_new_message_and_click_gives_its_key(qtbot):
+    """One balloon at a time: a key's next message replaces the one shown (so does any)."""
+    tray = RecordingTray()
+    n = Notifier(tray, backend="tray")
+    n.notify("Link saturated", "x", key="L1")
+    n.notify("Link back to normal", "x", key="L1")
+    assert [m[0] for m in tray.messages] == ["Link saturated", "Link back to normal"]
+    assert all(m[2] == QSystemTrayIcon.MessageIcon.Information for m in tray.messages)
+    with qtbot.waitSignal(n.activated, timeout=1000) as blocker:
+        tray.messageClicked.emit()
+    assert blocker.args == ["L1"]
     n.close()
 
 
