@@ -241,3 +241,25 @@ def test_icons_small(icons):
 def test_every_svg_has_pngs(icons):
     sources = {src for src, _ in icons.outputs().values()}
     assert sources == set(icons.SVG_DIR.glob("*.svg"))
+
+
+# -- the macOS CI workflow (it runs on GitHub's macOS runners, not here) -------------------
+
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_workflow_is_valid_for_github(workflow):
+    exe = shutil.which("check-jsonschema") or str(Path(sys.executable).parent /
+                                                  "check-jsonschema")
+    r = subprocess.run([exe, "--builtin-schema", "vendor.github-workflows", str(workflow)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_macos_workflow_runs_what_linux_keeps_green():
+    text = (ROOT / ".github" / "workflows" / "macos.yml").read_text()
+    assert "runs-on: ${{ matrix.os }}" in text and "macos-15" in text
+    for step in ("pytest -q tests/unit", "pytest -q tests/qt", "packaging/macos/build.sh",
+                 "EXOTRAY_BUNDLE_SELFTEST=1"):
+        assert step in text
