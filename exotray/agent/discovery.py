@@ -177,7 +177,17 @@ class Discovery:
             log.warning("mDNS: %s; discovery waits for one", self.problem)
             return
         self.problem = None
-        self._azc = AsyncZeroconf(interfaces=list(addresses), ip_version=IPVersion.V4Only)
+        self._azc, usable, refused = await self._open(addresses)
+        if refused:
+            self.problem = "mDNS cannot use " + "; ".join(
+                f"{a} ({why})" for a, why in sorted(refused.items()))
+            log.warning("%s; %s", self.problem,
+                        f"announcing on {', '.join(usable)}" if usable else "discovery is off")
+        if self._azc is None:
+            return
+        # self.addresses stays what was asked for, so the same set is not retried on
+        # every interface check; a change of the local addresses retries all of them.
+        addresses = tuple(usable)
         self._info = self._service_info(addresses, name=self.service)
         self._browser = AsyncServiceBrowser(
             self._azc.zeroconf, SERVICE_TYPE, handlers=[self._on_change]
@@ -185,6 +195,42 @@ class Discovery:
         # Registration probes the name for ~1.5 s; it must not hold up the agent.
         self._register_task = asyncio.create_task(self._register(), name="mdns-register")
         log.info("mDNS: announcing %s on %s", self.service, ", ".join(addresses))
+
+    @staticmethod
+    async def _open(
+        addresses: tuple[str, ...],
+    ) -> tuple[AsyncZeroconf | None, list[str], dict[str, str]]:
+        """AsyncZeroconf on these addresses, or on those of them that work: one interface
+        that refuses its multicast socket (a VPN's utun, an address just gone,
+        EADDRINUSE) must not stop the agent from starting or the others from being
+        used. Returns (zeroconf or None, usable addresses, {refused address: why})."""
+        def why(e: OSError) -> str:
+            return e.strerror or str(e)
+
+        try:
+            return (AsyncZeroconf(interfaces=list(addresses), ip_version=IPVersion.V4Only),
+                    list(addresses), {})
+        except OSError as e:
+            if len(addresses) == 1:
+                return None, [], {addresses[0]: why(e)}
+        usable: list[str] = []
+        refused: dict[str, str] = {}
+        for a in addresses:  # which one refuses?
+            try:
+                trial = AsyncZeroconf(interfaces=[a], ip_version=IPVersion.V4Only)
+            except OSError as e:
+                refused[a] = why(e)
+                continue
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(trial.async_close(), 3.0)
+            usable.append(a)
+        if not usable:
+            return None, [], refused
+        try:
+            return (AsyncZeroconf(interfaces=usable, ip_version=IPVersion.V4Only),
+                    usable, refused)
+        except OSError as e:
+            return None, [], {**refused, **dict.fromkeys(usable, why(e))}
 
     def _service_info(self, addresses: Iterable[str], name: str) -> AsyncServiceInfo:
         return AsyncServiceInfo(

@@ -1,0 +1,78 @@
+"""mDNS start on interfaces that refuse their multicast socket (a VPN's utun, an address
+that just vanished, EADDRINUSE): the agent starts anyway, uses the interfaces that work,
+and says which were refused and why. The socket error is the edge that cannot be made
+real here, so zeroconf's constructor is replaced; nothing is sent anywhere."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+from typing import ClassVar
+
+import pytest
+
+from exotray.agent import discovery as D
+
+
+class FakeZeroconf:
+    refuse: ClassVar[dict[str, int]] = {}
+    opened: ClassVar[list[list[str]]] = []
+
+    def __init__(self, interfaces, ip_version=None) -> None:
+        for a in interfaces:
+            if a in self.refuse:
+                raise OSError(self.refuse[a], f"{errno.errorcode[self.refuse[a]]} on {a}")
+        self.interfaces = list(interfaces)
+        FakeZeroconf.opened.append(self.interfaces)
+        self.zeroconf = object()
+
+    async def async_close(self) -> None:
+        pass
+
+    async def async_register_service(self, info, allow_name_change=False) -> None:
+        pass
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    FakeZeroconf.opened = []
+    monkeypatch.setattr(D, "AsyncZeroconf", FakeZeroconf)
+    monkeypatch.setattr(D, "AsyncServiceBrowser", lambda *a, **k: None)
+    return FakeZeroconf
+
+
+def _discovery() -> D.Discovery:
+    return D.Discovery(node_id="abc123", name="studio-1", port=52480,
+                       on_found=lambda r: None, on_removed=lambda k: None,
+                       local_networks=lambda: [])
+
+
+def test_one_refusing_interface_does_not_stop_the_others(fake):
+    fake.refuse = {"100.64.0.2": errno.EADDRNOTAVAIL}
+
+    async def main():
+        d = _discovery()
+        await d.start(["192.168.1.20", "100.64.0.2", "169.254.3.4"])
+        assert d.running
+        assert fake.opened[-1] == ["169.254.3.4", "192.168.1.20"]
+        assert d.problem == "mDNS cannot use 100.64.0.2 (EADDRNOTAVAIL on 100.64.0.2)"
+        # The same set again is not retried on every interface check.
+        n = len(fake.opened)
+        await d.restart(["192.168.1.20", "100.64.0.2", "169.254.3.4"])
+        assert len(fake.opened) == n
+        await d.stop()
+
+    asyncio.run(main())
+
+
+def test_no_usable_interface_leaves_discovery_off_and_says_why(fake):
+    fake.refuse = {"10.8.0.2": errno.EADDRINUSE}
+
+    async def main():
+        d = _discovery()
+        await d.start(["10.8.0.2"])  # must not raise: the agent keeps measuring
+        assert not d.running
+        assert d.problem.startswith("mDNS cannot use 10.8.0.2")
+        await d.stop()
+
+    asyncio.run(main())
