@@ -6,12 +6,14 @@ process, which keeps its offscreen platform.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 from harness import Desktop
 
@@ -32,10 +34,41 @@ NOTIFY_SCRIPT = textwrap.dedent(
     n.activated.connect(lambda key: (print("ACTIVATED", key, flush=True), app.quit()))
     def go():
         print("NOTIFY_AT", repr(time.time()), flush=True)
-        n.notify(sys.argv[1], sys.argv[2], key="L1", urgency="critical")
+        n.notify(sys.argv[1], sys.argv[2], key="L1", urgency="normal")
         print("NOTIFIED", repr(time.time()), flush=True)
     QTimer.singleShot(0, go)
     QTimer.singleShot(int(float(sys.argv[3]) * 1000), app.quit)
+    app.exec()
+    n.close()
+    print("EXIT", flush=True)
+    """
+)
+
+# Notifies on request: each stdin line "key<TAB>title<TAB>body" -> notify(), then "DONE <n>".
+SEQUENCE_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from PySide6.QtCore import QSocketNotifier
+    from PySide6.QtWidgets import QApplication
+    from exotray.ui.notify import Notifier
+
+    app = QApplication(sys.argv)
+    n = Notifier(app_name="exotray")
+    print("BACKEND", n.backend, flush=True)
+    n.activated.connect(lambda key: print("ACTIVATED", key, flush=True))
+    done = 0
+    def line():
+        global done
+        text = sys.stdin.readline()
+        if not text:
+            app.quit()
+            return
+        key, title, body = text.rstrip("\\n").split("\\t")
+        n.notify(title, body, key=key, urgency="normal")
+        done += 1
+        print("DONE", done, flush=True)
+    sn = QSocketNotifier(sys.stdin.fileno(), QSocketNotifier.Type.Read)
+    sn.activated.connect(line)
     app.exec()
     n.close()
     print("EXIT", flush=True)
@@ -70,13 +103,14 @@ TRAY_SCRIPT = textwrap.dedent(
 )
 
 
-def _spawn(desktop: Desktop, script: str, *args: str) -> subprocess.Popen[str]:
+def _spawn(desktop: Desktop, script: str, *args: str, stdin: Any = None
+           ) -> subprocess.Popen[str]:  # fmt: skip
     env = dict(desktop.env)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env["QT_QPA_PLATFORM"] = "xcb"
     env.pop("PYTEST_CURRENT_TEST", None)
     return subprocess.Popen(
-        [sys.executable, "-u", "-c", script, *args], env=env, cwd=str(ROOT),
+        [sys.executable, "-u", "-c", script, *args], env=env, cwd=str(ROOT), stdin=stdin,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
 
@@ -133,7 +167,7 @@ def test_notify_over_dbus_and_click_through_dunst(tmp_path):
             assert call["types"] == ["string", "uint32", "string", "string", "string",
                                      "array", "dict", "int32"], call  # fmt: skip
             assert call["actions"] == ["default", "Open"]
-            assert call["hints"] == {"urgency": 2}
+            assert call["hints"] == {"urgency": 1}
             assert call["hint_types"] == {"urgency": "byte"}
             assert call["expire_timeout"] == -1
             notify_at = float(out.find("NOTIFY_AT").split()[1])
@@ -158,6 +192,78 @@ def test_notify_over_dbus_and_click_through_dunst(tmp_path):
             sigs = d.signals("ActionInvoked")
             assert sigs and sigs[-1]["args"][0]["value"] == call["id"]
             assert sigs[-1]["args"][1]["value"] == "default"
+            proc.wait(timeout=10)
+            assert out.find("EXIT"), out.text()
+        finally:
+            _stop(proc)
+
+
+def _dunst_count(d: Desktop, which: str) -> int:
+    r = d.run(["dunstctl", "count", which])
+    assert r.returncode == 0, r.stderr
+    return int(r.stdout.strip())
+
+
+def _settled_displayed(d: Desktop) -> int:
+    """Bubbles on screen once dunst has moved every incoming notification out of waiting."""
+    d.wait_for(lambda: _dunst_count(d, "waiting") == 0, timeout=10,
+               what="dunst to display what it received")  # fmt: skip
+    return _dunst_count(d, "displayed")
+
+
+def test_cleared_replaces_saturated_bubble_and_links_are_independent(tmp_path):
+    with Desktop(tmp_path, notifications=True, monitor=True) as d:
+        proc = _spawn(d, SEQUENCE_SCRIPT, stdin=subprocess.PIPE)
+        out = _Lines(proc)
+
+        def send(key: str, title: str, body: str) -> dict[str, Any]:
+            """notify() in the child; the Notify call and dunst's reply, from dbus-monitor."""
+            assert proc.stdin is not None
+            n = len(d.notify_calls())
+            proc.stdin.write(f"{key}\t{title}\t{body}\n")
+            proc.stdin.flush()
+            calls = d.wait_for(lambda: [c for c in d.notify_calls()[n:] if c.get("id")],
+                               timeout=10, what=f"Notify for {key} + reply")  # fmt: skip
+            assert len(calls) == 1, calls
+            return calls[0]
+
+        try:
+            d.wait_for(lambda: out.find("BACKEND") or proc.poll() is not None, timeout=20,
+                       what="the child to start")  # fmt: skip
+            assert out.find("BACKEND") == "BACKEND dbus", out.text()
+
+            sat = send("L1", "Link saturated: a ⇄ b", "eth0 at 97 %")
+            assert sat["replaces_id"] == 0
+            assert sat["hints"] == {"urgency": 1} and sat["expire_timeout"] == -1
+            d.wait_for(lambda: _dunst_count(d, "displayed") == 1, timeout=10,
+                       what="dunst to display the saturation")  # fmt: skip
+
+            clear = send("L1", "Link back to normal: a ⇄ b", "eth0 at 12 %")
+            assert clear["replaces_id"] == sat["id"]  # the clear names the saturation bubble
+            assert clear["id"] == sat["id"]
+            assert _settled_displayed(d) == 1  # one bubble for the link, not two
+
+            other = send("L2", "Link saturated: a ⇄ c", "eth1 at 95 %")
+            assert other["replaces_id"] == 0 and other["id"] != sat["id"]
+            assert _settled_displayed(d) == 2  # another link: its own bubble
+
+            # a click on the replaced bubble is still the link's
+            assert d.run(["dunstctl", "action", "0"]).returncode == 0  # the first bubble
+            sigs = d.wait_for(lambda: out.find("ACTIVATED") and d.signals("ActionInvoked"),
+                              timeout=10, what="ActionInvoked + activated")  # fmt: skip
+            invoked = sigs[-1]["args"][0]["value"]
+            expected = {sat["id"]: "L1", other["id"]: "L2"}[invoked]
+            assert out.find("ACTIVATED") == f"ACTIVATED {expected}", out.text()
+
+            # what was on screen: the clear and L2's saturation; the replaced one never was
+            d.run(["dunstctl", "close-all"], check=True)
+            d.wait_for(lambda: _dunst_count(d, "displayed") == 0, timeout=10,
+                       what="dunst to close all")  # fmt: skip
+            history = json.loads(d.run(["dunstctl", "history"], check=True).stdout)
+            summaries = sorted(h["summary"]["data"] for h in history["data"][0])
+            assert summaries == ["Link back to normal: a ⇄ b", "Link saturated: a ⇄ c"]
+
+            proc.stdin.close()
             proc.wait(timeout=10)
             assert out.find("EXIT"), out.text()
         finally:
