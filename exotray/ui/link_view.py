@@ -397,7 +397,7 @@ class LinkDetails(QWidget):
         out["note"] = self._note.text()
         out["utilization_detail"] = self._subs["utilization"].text()
         out["capacity_detail"] = self._subs["capacity"].text()
-        out["result"] = self._result.text() if self._result.isVisible() else ""
+        out["result"] = "" if self._result.isHidden() else self._result.text()
         out["title"] = self._title.text()
         out["state"] = self._state.text()
         return out

@@ -27,6 +27,10 @@ ACCENT_SOFT: Final = "#93c5fd"
 #: the selected link (halo, badge border): a magenta that no state, node or legend entry
 #: uses, with a contrast of at least 3:1 on white and on a dark (#1f2937) background
 SELECTION: Final = "#c026d3"
+#: a problem that stays until it is solved (the agent cannot start, ...): a banner
+PROBLEM_BACKGROUND: Final = "#fef2f2"
+PROBLEM_BORDER: Final = "#fca5a5"
+PROBLEM_TEXT: Final = "#991b1b"
 
 # -- links -------------------------------------------------------------------------------
 LINK_CALM: Final = "#16a34a"  # green: utilization < CALM_BELOW

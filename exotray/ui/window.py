@@ -2,36 +2,55 @@
 
 Selecting a link anywhere (an edge, a table row, a notification, a tray menu line)
 selects it everywhere. Details start filled from the agent's history and then follow
-the live cluster view.
+the live cluster view. What an action on a link found out (a capacity test, an export)
+stays in that link's details; what is wrong with the agent stays in a banner on top.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
-from PySide6.QtCore import QSortFilterProxyModel, Qt
+from PySide6.QtCore import QEvent, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
+    QFrame,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
     QMainWindow,
     QSplitter,
+    QStyle,
     QTableView,
     QVBoxLayout,
     QWidget,
 )
 
 from exotray.core import fmt, topology
+from exotray.ui import theme
 from exotray.ui.client import AgentClient
 from exotray.ui.link_view import LinkDetails
 from exotray.ui.topology_view import TopologyView
 
 LINK_ID = Qt.ItemDataRole.UserRole + 1
 SORT = Qt.ItemDataRole.UserRole + 2
-COLUMNS = ("From", "To", "Via", "RTT", "Jitter", "Loss", "RX", "TX", "Utilization", "State")
+COLUMNS = ("From", "To", "Via", "RTT", "Jitter", "Loss", "Iface RX", "Iface TX", "Utilization",
+           "Capacity", "State")
+VIA, RX, TX, CAPACITY = 2, 6, 7, 9
+#: header tooltips
+HEADER_TIPS = {
+    RX: "Received by the local interface that carries the link: all of its traffic, "
+        "not only this link's",
+    TX: "Sent by the local interface that carries the link: all of its traffic, "
+        "not only this link's",
+    8: "The busier direction of the interface's traffic, of the link's capacity "
+       "(– while the capacity is unknown)",
+    CAPACITY: "The link's capacity, in bytes/s like the rates (its link speed in the "
+              "cell's tooltip)",
+}
 
 
 def _rows(cluster: dict[str, Any] | None) -> list[tuple[str, list[tuple[str, Any]]]]:
@@ -48,6 +67,8 @@ def _rows(cluster: dict[str, Any] | None) -> list[tuple[str, list[tuple[str, Any
                                                                           lk["local_interface"]):
                 via = f"{lk['local_label']} ({lk['local_interface']})"
             rate_key = max(lk.get("rx_bytes_per_s") or 0, 0)
+            cap = lk.get("capacity_bytes_per_s")
+            cap = cap if cap and cap > 0 else None
             out.append((lk["id"], [
                 (node["node"]["name"], node["node"]["name"]),
                 (f"{peer} ({lk['peer_address']})", peer),
@@ -58,11 +79,24 @@ def _rows(cluster: dict[str, Any] | None) -> list[tuple[str, list[tuple[str, Any
                 (fmt.percent(lk.get("loss")), lk.get("loss") or 0.0),
                 (fmt.rate(lk.get("rx_bytes_per_s")), rate_key),
                 (fmt.rate(lk.get("tx_bytes_per_s")), lk.get("tx_bytes_per_s") or 0.0),
-                (fmt.percent(lk.get("utilization")),
-                 lk.get("utilization") if lk.get("utilization") is not None else -1.0),
+                (fmt.utilization(lk.get("utilization"), cap),
+                 lk.get("utilization") if lk.get("utilization") is not None and cap
+                 else -1.0),
+                (fmt.capacity_rate(cap), cap if cap is not None else -1.0),
                 (lk["state"], {"down": 2, "saturated": 1, "up": 0}.get(lk["state"], 3)),
             ]))
     return out
+
+
+def _tips(link: dict[str, Any]) -> dict[int, str]:
+    """Cell tooltips of a link's row, by column: whose traffic, and the link speed."""
+    iface = link.get("local_interface") or "?"
+    traffic = f"All traffic of the local interface {iface}, not only this link's"
+    cap = link.get("capacity_bytes_per_s")
+    source = link.get("capacity_source") or "unknown"
+    capacity = (f"{fmt.bit_rate(cap)} ({source})" if cap and cap > 0
+                else "Unknown: set it in Preferences, or Measure capacity")
+    return {RX: traffic, TX: traffic, CAPACITY: capacity}
 
 
 class LinkTable(QTableView):
@@ -80,16 +114,48 @@ class LinkTable(QTableView):
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.verticalHeader().hide()
-        # Sized to the contents when rows come or go, not on every cell change:
-        # ResizeToContents re-measures a whole column per changed cell.
+        for c, tip in HEADER_TIPS.items():
+            self.source.horizontalHeaderItem(c).setToolTip(tip)
+        # Sized to the contents when rows come or go, and widened when a changed cell's
+        # text no longer fits, never per cell: ResizeToContents re-measures a whole
+        # column per changed cell. No stretched last column: the space right of the
+        # columns stays empty rather than making "State" 600 px wide.
         self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.horizontalHeader().setStretchLastSection(True)
+        self.horizontalHeader().setStretchLastSection(False)
+        self.setWordWrap(False)  # "22.3 kB/s" on one line
         self.setAlternatingRowColors(True)
+        self._measure_font()
+
+    def _measure_font(self) -> None:
+        """Text width in the cells' font (cached: rate texts repeat) and the margins a
+        cell adds to it, as the item delegate and the grid draw them."""
+        self._advance = functools.lru_cache(maxsize=8192)(
+            self.fontMetrics().horizontalAdvance)
+        margin = self.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self)
+        self._pad = 2 * (margin + 1) + 1 + 4  # text margins, grid line, and some air
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._measure_font()
+        super().changeEvent(event)
+
+    def _widen(self, widest: dict[int, int]) -> None:
+        """Widen each column whose newly set widest text (its width in pixels) does not
+        fit (never narrow one: columns that jump back and forth are harder to read than
+        a little air)."""
+        for c, width in widest.items():
+            need = width + self._pad
+            if need > self.columnWidth(c):
+                self.setColumnWidth(c, need)
 
     def set_cluster(self, cluster: dict[str, Any] | None) -> None:
         """Update rows in place (keyed by link id), so selection and sorting survive."""
         rows = dict(_rows(cluster))
+        links = {lk["id"]: lk for node in (cluster or {}).get("nodes", [])
+                 for lk in node.get("links", [])}
         added = False
+        widest: dict[int, int] = {}  # column -> width of its widest changed text
+        advance = self._advance
         gone = [r for r in range(self.source.rowCount())
                 if self.source.item(r, 0).data(LINK_ID) not in rows]
         for r in reversed(gone):  # from the bottom, so the other indexes stay valid
@@ -105,9 +171,12 @@ class LinkTable(QTableView):
                     it.setData(key, SORT)
                     it.setData(link_id, LINK_ID)
                     items.append(it)
+                for c, tip in _tips(links[link_id]).items():
+                    items[c].setToolTip(tip)
                 self.source.appendRow(items)
                 added = True
                 continue
+            retip = False
             for c, (text, key) in enumerate(cells):
                 it = self.source.item(r, c)
                 # Only what the user can see changes a cell: each change costs Qt a
@@ -115,8 +184,17 @@ class LinkTable(QTableView):
                 if it.text() != text:
                     it.setText(text)
                     it.setData(key, SORT)
-        if added:
+                    retip = retip or c in (VIA, CAPACITY)
+                    w = advance(text)  # cached: mostly a dict hit
+                    if w > widest.get(c, 0):
+                        widest[c] = w
+            if retip:
+                for c, tip in _tips(links[link_id]).items():
+                    self.source.item(r, c).setToolTip(tip)
+        if added or gone:
             self.resizeColumnsToContents()
+        elif widest:
+            self._widen(widest)
 
     def link_ids(self) -> list[str]:
         """Link ids in the order shown (after sorting)."""
@@ -148,6 +226,8 @@ class MainWindow(QMainWindow):
         self.range_s = 600
         self._syncing = False
         self._history_for: str | None = None
+        #: the last result of an action per link id, shown in its details until replaced
+        self._results: dict[str, str] = {}
 
         self.topology = TopologyView()
         self.details = LinkDetails()
@@ -168,9 +248,37 @@ class MainWindow(QMainWindow):
         split.addWidget(top)
         split.addWidget(self.table)
         split.setSizes([560, 220])
-        self.setCentralWidget(split)
+
+        # What is wrong with the agent, until it is not: a banner above everything.
+        self.problem_banner = QFrame()
+        self.problem_banner.setObjectName("agentProblem")
+        self.problem_banner.setStyleSheet(_BANNER_STYLE)
+        icon = QLabel()
+        icon.setPixmap(self.style().standardIcon(
+            QStyle.StandardPixmap.SP_MessageBoxWarning).pixmap(20, 20))
+        icon.setAlignment(Qt.AlignmentFlag.AlignTop)
+        self.agent_problem = QLabel("")
+        self.agent_problem.setTextFormat(Qt.TextFormat.PlainText)
+        self.agent_problem.setWordWrap(True)
+        self.agent_problem.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        bl = QHBoxLayout(self.problem_banner)
+        bl.setContentsMargins(12, 8, 12, 8)
+        bl.addWidget(icon)
+        bl.addWidget(self.agent_problem, 1)
+        self.problem_banner.hide()
+        central = QWidget()
+        cl = QVBoxLayout(central)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.setSpacing(0)
+        cl.addWidget(self.problem_banner)
+        cl.addWidget(split, 1)
+        self.setCentralWidget(central)
         self.resize(1280, 820)
-        self.statusBar().showMessage("Waiting for the agent…")
+        # The cluster summary is a status-bar widget, not a message: a message (a capacity
+        # test starting, an export) covers it for a while instead of being overwritten by
+        # the next update a second later. Results also stay in the link's details.
+        self.summary = QLabel("Waiting for the agent…")
+        self.statusBar().addWidget(self.summary, 1)
         tools = self.addToolBar("Link")
         tools.setMovable(False)
         self.export_action = tools.addAction("Export history…", self._export_clicked)
@@ -186,16 +294,26 @@ class MainWindow(QMainWindow):
         self.details.rangeChanged.connect(self._range_changed)
 
     # -- data in -------------------------------------------------------------------------
+    def set_agent_problem(self, text: str | None) -> None:
+        """Show what is wrong with the agent (its last error line, plain text) in a banner
+        on top of the window until it is called with None."""
+        self.agent_problem.setText(text or "")
+        self.problem_banner.setVisible(bool(text))
+
+    def agent_problem_text(self) -> str | None:
+        """The problem the banner shows, None while it is hidden."""
+        return self.agent_problem.text() if not self.problem_banner.isHidden() else None
+
     def set_cluster(self, cluster: dict[str, Any] | None) -> None:
         self.cluster = cluster
         if cluster is None:
-            self.statusBar().showMessage("The local exotray agent does not answer.")
+            self.summary.setText("The local exotray agent does not answer.")
             return
         _nodes, self.edges = topology.build(cluster)
         self.topology.set_cluster(cluster)
         self.table.set_cluster(cluster)
         n = len(cluster.get("nodes", []))
-        self.statusBar().showMessage(
+        self.summary.setText(
             f"{n} node{'s' if n != 1 else ''} · {len(self.edges)} link"
             f"{'s' if len(self.edges) != 1 else ''} · a link's traffic is that of the local "
             "interface that carries it"
@@ -204,7 +322,7 @@ class MainWindow(QMainWindow):
             link = self._link(self.link_id)
             if link is None:
                 return
-            self.details.set_link(link)
+            self.details.set_link(link, self._node_name(self.link_id))
             if self._history_for == self.link_id:
                 self.details.append(self._row(link))
 
@@ -213,6 +331,13 @@ class MainWindow(QMainWindow):
             for lk in node.get("links", []):
                 if lk["id"] == link_id:
                     return lk
+        return None
+
+    def _node_name(self, link_id: str) -> str | None:
+        """The name of the node that measures `link_id` (the details' "from")."""
+        for node in (self.cluster or {}).get("nodes", []):
+            if any(lk["id"] == link_id for lk in node.get("links", [])):
+                return node["node"].get("name")
         return None
 
     @staticmethod
@@ -246,7 +371,8 @@ class MainWindow(QMainWindow):
         self.measure_action.setEnabled(self.client is not None)
         self.empty.hide()
         self.details.show()
-        self.details.set_link(link)
+        self.details.set_link(link, self._node_name(link_id))
+        self.details.set_result(self._results.get(link_id))
         self._load_history()
 
     def _table_selected(self) -> None:
@@ -267,26 +393,34 @@ class MainWindow(QMainWindow):
         if path:
             self.export_history(path)
 
+    def show_result(self, link_id: str, text: str) -> None:
+        """Keep `text` as the link's last result: in its details (now, if it is shown, or
+        when it is selected again) and for a while in the status bar."""
+        self._results[link_id] = text
+        if link_id == self.link_id:
+            self.details.set_result(text)
+        self.statusBar().showMessage(text, 10_000)
+
     def measure_capacity(self, seconds: float = 5.0) -> None:
         link = self._link(self.link_id or "")
         if link is None or self.client is None:
             return
+        lid = link["id"]
         own = {lk["id"] for lk in (self.cluster or {}).get("nodes", [{}])[0].get("links", [])}
-        if link["id"] not in own:
-            self.statusBar().showMessage("Only this node's own links can be measured from here.")
+        if lid not in own:
+            self.show_result(lid, "Only this node's own links can be measured from here.")
             return
         self.measure_action.setEnabled(False)
         who = link.get("peer_name") or link["peer_address"]
-        self.statusBar().showMessage(f"Measuring the link to {who} (about {2 * seconds:g} s)…")
+        self.show_result(lid, f"Measuring the link to {who} (about {2 * seconds:g} s)…")
 
         def done(result: Any, error: str | None) -> None:
             self.measure_action.setEnabled(True)
+            at = time.strftime("%H:%M")
             if result is None:
-                self.statusBar().showMessage(f"Capacity test failed: {error}")
+                self.show_result(lid, f"Capacity test failed at {at}: {error}")
                 return
-            self.statusBar().showMessage(
-                f"{who} via {result['interface']}: {result['up_mbit_s']} Mbit/s up, "
-                f"{result['down_mbit_s']} Mbit/s down — now its capacity")
+            self.show_result(lid, _measured(result, at))
 
         self.client.measure(link["peer_address"], link.get("local_interface"), seconds, done)
 
@@ -300,7 +434,7 @@ class MainWindow(QMainWindow):
 
         def done(result: Any, error: str | None) -> None:
             if result is None:
-                self.statusBar().showMessage(f"Export failed: {error}")
+                self.show_result(link_id, f"Export failed: {error}")
                 return
             text = (export.to_json(result, link) if path.endswith(".json")
                     else export.to_csv(result))
@@ -308,9 +442,10 @@ class MainWindow(QMainWindow):
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(text)
             except OSError as e:
-                self.statusBar().showMessage(f"Export failed: {e.strerror}")
+                self.show_result(link_id, f"Export failed: {e.strerror}")
                 return
-            self.statusBar().showMessage(f"Exported {len(result['t'])} samples to {path}")
+            self.show_result(link_id, f"Exported {len(result['t'])} samples at "
+                                      f"{time.strftime('%H:%M')} to {path}")
 
         self.client.history(link_id, 3600, done)
 
@@ -328,3 +463,23 @@ class MainWindow(QMainWindow):
             self._history_for = lid  # live updates from now on (also without history)
 
         self.client.history(link_id, 3600, done)
+
+
+def _measured(result: dict[str, Any], at: str) -> str:
+    """A capacity test's result in one unit system (bytes/s, like the rates), the new
+    capacity's link speed as a label of its own."""
+    mbit = {d: result.get(f"{d}_mbit_s") for d in ("up", "down")}
+    parts = [f"{fmt.capacity_rate(v * 1e6 / 8)} {d}" for d, v in mbit.items() if v]
+    if not parts:
+        return f"Measured at {at} via {result.get('interface')}: nothing came through."
+    best = max(v for v in mbit.values() if v) * 1e6 / 8  # the agent keeps the larger one
+    return (f"Measured at {at} via {result.get('interface')}: {', '.join(parts)}. "
+            f"Now its capacity: {fmt.capacity_rate(best)} ({fmt.bit_rate(best)}).")
+
+
+_BANNER_STYLE = f"""
+#agentProblem {{
+    background: {theme.PROBLEM_BACKGROUND}; border-bottom: 1px solid {theme.PROBLEM_BORDER};
+}}
+#agentProblem QLabel {{ color: {theme.PROBLEM_TEXT}; font-weight: 600; }}
+"""
