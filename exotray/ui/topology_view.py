@@ -675,8 +675,7 @@ class TopologyView(pg.PlotWidget):
             ("rx / tx", f"{fmt.rate(p.get('rx_bytes_per_s'))} / "
                         f"{fmt.rate(p.get('tx_bytes_per_s'))}"),
             ("Utilization", fmt.percent(edge.utilization)),
-            ("Capacity", f"{fmt.capacity(p.get('capacity_bytes_per_s'))}"
-                         f" ({p.get('capacity_source') or 'unknown'})"),
+            ("Capacity", _capacity(p)),
             ("Interface", f"{edge.label} ({p.get('local_interface') or '?'})"),
         ]
         if edge.reverse is not None:
@@ -709,6 +708,15 @@ class TopologyView(pg.PlotWidget):
             status = "reachable"
         me = " (this machine)" if n.is_self else ""
         return f"<b>{_esc(n.name)}</b>{me}<br>{status}<br>id {_esc(n.id)}"
+
+
+def _capacity(link: dict[str, Any]) -> str:
+    """ "6.25 MB/s (50 Mbit/s), override": bytes/s like the rates, 3 significant digits."""
+    cap = link.get("capacity_bytes_per_s")
+    if not cap or cap <= 0:
+        return "unknown"
+    return (f"{fmt.capacity_rate(cap)} ({fmt.bit_rate(cap)}),"
+            f" {link.get('capacity_source') or 'unknown'}")
 
 
 def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:

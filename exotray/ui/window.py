@@ -53,6 +53,10 @@ HEADER_TIPS = {
 }
 
 
+#: capacities take few values: their text is formatted once each
+_capacity_text = functools.lru_cache(maxsize=1024)(fmt.capacity_rate)
+
+
 def _rows(cluster: dict[str, Any] | None) -> list[tuple[str, list[tuple[str, Any]]]]:
     """(link id, [(text, sort key) per column]) for every link of every node."""
     out = []
@@ -82,7 +86,7 @@ def _rows(cluster: dict[str, Any] | None) -> list[tuple[str, list[tuple[str, Any
                 (fmt.utilization(lk.get("utilization"), cap),
                  lk.get("utilization") if lk.get("utilization") is not None and cap
                  else -1.0),
-                (fmt.capacity_rate(cap), cap if cap is not None else -1.0),
+                (_capacity_text(cap), cap if cap is not None else -1.0),
                 (lk["state"], {"down": 2, "saturated": 1, "up": 0}.get(lk["state"], 3)),
             ]))
     return out
@@ -151,8 +155,14 @@ class LinkTable(QTableView):
     def set_cluster(self, cluster: dict[str, Any] | None) -> None:
         """Update rows in place (keyed by link id), so selection and sorting survive."""
         rows = dict(_rows(cluster))
-        links = {lk["id"]: lk for node in (cluster or {}).get("nodes", [])
-                 for lk in node.get("links", [])}
+        links: dict[str, dict[str, Any]] = {}  # filled when a row's tooltips change
+
+        def link(link_id: str) -> dict[str, Any]:
+            if not links:
+                links.update((lk["id"], lk) for node in (cluster or {}).get("nodes", [])
+                             for lk in node.get("links", []))
+            return links[link_id]
+
         added = False
         widest: dict[int, int] = {}  # column -> width of its widest changed text
         advance = self._advance
@@ -171,7 +181,7 @@ class LinkTable(QTableView):
                     it.setData(key, SORT)
                     it.setData(link_id, LINK_ID)
                     items.append(it)
-                for c, tip in _tips(links[link_id]).items():
+                for c, tip in _tips(link(link_id)).items():
                     items[c].setToolTip(tip)
                 self.source.appendRow(items)
                 added = True
@@ -189,7 +199,7 @@ class LinkTable(QTableView):
                     if w > widest.get(c, 0):
                         widest[c] = w
             if retip:
-                for c, tip in _tips(links[link_id]).items():
+                for c, tip in _tips(link(link_id)).items():
                     self.source.item(r, c).setToolTip(tip)
         if added or gone:
             self.resizeColumnsToContents()

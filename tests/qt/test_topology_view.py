@@ -151,6 +151,17 @@ def test_tooltip_has_the_numbers(view: TopologyView) -> None:
     for text in ("159 ms", "60.0 ms", "200 ms", "6.4 ms", "0 %", "141 kB/s", "6.3 MB/s",
                  "50 Mbit/s", "override", "Virtual (xt1a)", "saturated"):
         assert text in tip, text
+    # the capacity in bytes/s like the rates, rounded, its link speed as a label of its own
+    assert "6.25 MB/s (50 Mbit/s), override" in tip
+
+
+def test_tooltip_rounds_a_measured_capacity(qtbot: Any, view: TopologyView,
+                                            cluster: dict) -> None:
+    c = copy.deepcopy(cluster)
+    _links(c)[SATURATED].update(capacity_bytes_per_s=835_137_500.0, capacity_source="measured")
+    view.set_cluster(c)
+    tip = view.edge_tooltip(SATURATED)
+    assert "835 MB/s (6.68 Gbit/s), measured" in tip and "6.6811" not in tip
 
 
 def test_update_keeps_positions_and_items(qtbot: Any, view: TopologyView, cluster: dict) -> None:
