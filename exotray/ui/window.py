@@ -479,12 +479,14 @@ def _measured(result: dict[str, Any], at: str) -> str:
     """A capacity test's result in one unit system (bytes/s, like the rates), the new
     capacity's link speed as a label of its own."""
     mbit = {d: result.get(f"{d}_mbit_s") for d in ("up", "down")}
-    parts = [f"{fmt.capacity_rate(v * 1e6 / 8)} {d}" for d, v in mbit.items() if v]
-    if not parts:
+    rates = {d: v * 1e6 / 8 for d, v in mbit.items() if v}
+    if not rates:
         return f"Measured at {at} via {result.get('interface')}: nothing came through."
-    best = max(v for v in mbit.values() if v) * 1e6 / 8  # the agent keeps the larger one
-    return (f"Measured at {at} via {result.get('interface')}: {', '.join(parts)}. "
-            f"Now its capacity: {fmt.capacity_rate(best)} ({fmt.bit_rate(best)}).")
+    as_bytes = ", ".join(f"{fmt.capacity_rate(v)} {d}" for d, v in rates.items())
+    as_bits = ", ".join(f"{fmt.bit_rate(v)} {d}" for d, v in rates.items())
+    best = max(rates.values())  # the agent keeps the larger one
+    return (f"Measured at {at} via {result.get('interface')}: {as_bytes} ({as_bits}); "
+            f"now its capacity: {fmt.capacity_rate(best)}.")
 
 
 _BANNER_STYLE = f"""
