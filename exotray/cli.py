@@ -98,7 +98,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     except SettingsError as e:
         print(f"exotray agent: {e}", file=sys.stderr)
         return EXIT_CONFIG
-    from exotray.agent.runtime import ClusterKeyError, run
+    from exotray.agent.runtime import ClusterKeyError, StartError, run
 
     config_file = Path(args.config) if args.config else default_config_path()
     try:
@@ -106,9 +106,11 @@ def cmd_agent(args: argparse.Namespace) -> int:
     except ClusterKeyError as e:
         print(f"exotray agent: {e}", file=sys.stderr)
         return EXIT_CONFIG
+    except StartError as e:  # the port, the state dir, the events file: each by name
+        print(f"exotray agent: {e}", file=sys.stderr)
+        return 1
     except OSError as e:
-        print(f"exotray agent: cannot listen on {settings.bind}:{settings.port}: {e.strerror}",
-              file=sys.stderr)
+        print(f"exotray agent: {e}", file=sys.stderr)
         return 1
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import fcntl
 import hashlib
 import hmac
 import ipaddress
@@ -199,6 +201,44 @@ def sign(key: bytes, body: bytes) -> str:
     return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
+class StartError(RuntimeError):
+    """The agent cannot start; the message says why, in the user's terms."""
+
+
+class StateDirError(StartError):
+    """The state dir cannot be used (not a directory, not writable, or held by another
+    agent)."""
+
+
+def lock_state_dir(state_dir: Path) -> int:
+    """Hold the state dir for this agent's life: an exclusive flock on its `lock` file
+    (released by the kernel when the process ends, however it ends). Two agents with one
+    state dir would share one node id and drop each other's snapshots as their own, so a
+    second one is refused. Returns the lock's file descriptor."""
+    if state_dir.exists() and not state_dir.is_dir():  # mkdir would say "File exists"
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(state_dir))
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / paths.LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip()
+        os.close(fd)
+        who = f" (pid {holder})" if holder.isdigit() else ""
+        raise StateDirError(
+            f"cannot use state dir {state_dir}: another exotray agent{who} is using it, and "
+            "two agents with one state dir would share one node id. Give this one its own: "
+            "--state-dir DIR."
+        ) from None
+    except OSError:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
 def load_node_id(state_dir: Path) -> str:
     """This node's stable id, created once in the state dir."""
     path = state_dir / "node_id"
@@ -230,7 +270,14 @@ class Agent:
         self.clock = clock
         self.key = load_key(Path(settings.key_file)) if settings.key_file else None
         self.state_dir = Path(settings.state_dir) if settings.state_dir else paths.state_dir()
-        self.node_id = load_node_id(self.state_dir)
+        self._lock_fd: int | None = None
+        try:
+            self._lock_fd = lock_state_dir(self.state_dir)
+            self.node_id = load_node_id(self.state_dir)
+        except OSError as e:
+            self._unlock()
+            raise StateDirError(
+                f"cannot use state dir {self.state_dir}: {e.strerror or e}") from None
         self.classifier = classifier or InterfaceClassifier()
         self.sat_params = SaturationParams(
             threshold=settings.threshold,
@@ -1013,9 +1060,19 @@ class Agent:
         if s.events == "-":
             self._events_file = sys.stdout
         elif s.events:
-            self._events_file = open(s.events, "a", encoding="utf-8")  # noqa: SIM115
-        self.control_token = control.load_or_create_token(self.state_dir)
-        tcp, udp = bind_pair(s.bind, s.port)
+            try:
+                self._events_file = open(s.events, "a", encoding="utf-8")  # noqa: SIM115
+            except OSError as e:
+                raise StartError(f"cannot write events to {s.events}: {e.strerror or e}") from None
+        try:
+            self.control_token = control.load_or_create_token(self.state_dir)
+        except OSError as e:
+            raise StateDirError(
+                f"cannot use state dir {self.state_dir}: {e.strerror or e}") from None
+        try:
+            tcp, udp = bind_pair(s.bind, s.port)
+        except OSError as e:
+            raise StartError(f"cannot listen on {s.bind}:{s.port}: {e.strerror or e}") from None
         self.port = tcp.getsockname()[1]
         self.probe = ProbeSocket(
             self._on_reply, self._on_lost, timeout_s=max(1.0, self.interval), clock=self.clock,
@@ -1113,7 +1170,14 @@ class Agent:
         if self._events_file is not None and self._events_file is not sys.stdout:
             self._events_file.close()
         self._events_file = None
+        self._unlock()
         log.info("exotray agent stopped")
+
+    def _unlock(self) -> None:
+        """Let go of the state dir (another agent may take it from now on)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
 
 async def run(settings: Settings, config_file: Path | None = None) -> int:

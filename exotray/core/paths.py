@@ -9,6 +9,8 @@ import platformdirs
 APP = "exotray"
 #: the local control token's file name in the state dir (mode 0600)
 TOKEN_FILE = "control_token"
+#: held (flock) by the agent that uses the state dir, for its whole life
+LOCK_FILE = "lock"
 
 
 def config_file() -> Path:

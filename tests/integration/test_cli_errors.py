@@ -4,8 +4,13 @@ clear line and a documented exit status, never a traceback or a Qt abort."""
 from __future__ import annotations
 
 import os
+import shutil
+import socket
 import subprocess
 import sys
+
+import pytest
+from helpers import AgentProc, free_port
 
 from exotray.core.settings import EXIT_CONFIG
 
@@ -34,3 +39,95 @@ def test_config_error_has_its_own_exit_status(tmp_path):
     assert r.returncode == EXIT_CONFIG
     assert "not valid TOML" in r.stderr and str(bad) in r.stderr
     assert "Traceback" not in r.stderr
+
+
+# -- the agent's own command line ------------------------------------------------------
+
+def _agent(tmp_path, *args: str, timeout: float = 10) -> subprocess.CompletedProcess[str]:
+    """An agent that is expected to refuse to start (a timeout means it did start)."""
+    return run("agent", "--no-mdns", "--bind", "127.0.0.1", "--port", str(free_port()),
+               *args, timeout=timeout)
+
+
+def test_a_second_agent_on_the_same_state_dir_is_refused(tmp_path):
+    first = AgentProc(tmp_path, "one", free_port(), [])
+    try:
+        first.wait_ready()
+        node_id = first.get("/v1/snapshot")["node"]["id"]
+        r = _agent(tmp_path, "--state-dir", str(first.state))
+        assert r.returncode == 1, r.stderr
+        assert f"cannot use state dir {first.state}: another exotray agent (pid " \
+               f"{first.proc.pid}) is using it" in r.stderr
+        assert "--state-dir DIR" in r.stderr and "Traceback" not in r.stderr
+        assert first.get("/v1/snapshot")["node"]["id"] == node_id  # the first one goes on
+    finally:
+        first.close()
+    # Once the first has stopped (or died: the kernel drops the lock), the dir is free.
+    again = AgentProc(tmp_path, "one", free_port(), [])
+    try:
+        again.wait_ready()
+        assert again.get("/v1/snapshot")["node"]["id"] == node_id
+        again.kill()  # SIGKILL: no clean-up, and still no stale lock
+    finally:
+        again.close()
+    last = AgentProc(tmp_path, "one", free_port(), [])
+    try:
+        last.wait_ready()
+    finally:
+        last.close()
+
+
+def test_state_dir_errors_name_the_state_dir_not_the_port(tmp_path):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for state in (a_file, a_file / "below"):
+        r = _agent(tmp_path, "--state-dir", str(state))
+        assert r.returncode == 1
+        assert f"exotray agent: cannot use state dir {state}: Not a directory" in r.stderr, \
+            r.stderr
+        assert "listen" not in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_read_only_state_dir_is_a_state_dir_error(tmp_path):
+    state = tmp_path / "ro"
+    state.mkdir()
+    port = str(free_port())
+    agent = [sys.executable, "-m", "exotray", "agent", "--no-mdns", "--bind", "127.0.0.1",
+             "--port", port, "--state-dir", str(state)]
+    if os.geteuid() == 0:  # root writes anywhere: a read-only mount in a mount namespace
+        if not shutil.which("unshare"):
+            pytest.skip("needs unshare (util-linux) when run as root")
+        cmd = ["unshare", "-m", "sh", "-c",
+               'mount --bind -o ro "$0" "$0" && exec "$@"', str(state), *agent]
+        reason = "Read-only file system"
+    else:
+        state.chmod(0o500)
+        cmd, reason = agent, "Permission denied"
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+    assert r.returncode == 1
+    assert f"exotray agent: cannot use state dir {state}: {reason}" in r.stderr, r.stderr
+    assert "listen" not in r.stderr
+
+
+def test_an_unwritable_events_file_is_named(tmp_path):
+    r = _agent(tmp_path, "--state-dir", str(tmp_path / "s"),
+               "--events", str(tmp_path / "no" / "such" / "dir" / "events.jsonl"))
+    assert r.returncode == 1
+    assert "cannot write events to" in r.stderr and "No such file or directory" in r.stderr
+    assert "listen" not in r.stderr
+
+
+def test_a_taken_port_is_still_a_listen_error(tmp_path):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = run("agent", "--no-mdns", "--bind", "127.0.0.1", "--port", str(port),
+                "--state-dir", str(tmp_path / "s"), timeout=10)
+    assert r.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in r.stderr
+
+
+# -- measure, export, prometheus-sd ----------------------------------------------------
+
+# -- scripts/dev -----------------------------------------------------------------------
