@@ -6,8 +6,10 @@ import argparse
 import asyncio
 import json
 import logging
+import math
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,10 +31,34 @@ def default_config_path() -> Path:
     return paths.config_file()
 
 
+def _ranged(kind: type, lo: float, hi: float, unit: str = "") -> Callable[[str], float]:
+    """An argparse type: a number of `kind` within lo..hi, else an error naming the range."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not (math.isfinite(value) and lo <= value <= hi):
+            raise argparse.ArgumentTypeError(f"must be {lo:g}..{hi:g}{unit}, not {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse's "invalid int value" wording, if ever used
+    return parse
+
+
+#: an agent's port: 1..65535 (0, "any free port", would leave peers and the tray unable to
+#: find it, and the capacity test's port is derived from it)
+PORT = _ranged(int, 1, 65535)
+
+
 def _agent_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("agent", help="run the headless agent (measures, shares, serves the API)")
     p.add_argument("--name", help="this node's name (default: host name)")
-    p.add_argument("--port", type=int, help=f"TCP and UDP port (default {DEFAULT_PORT})")
+    p.add_argument("--port", type=PORT,
+                   help=f"TCP and UDP port, 1..65535 (default {DEFAULT_PORT}); the capacity "
+                        "test listens on port+1")
     p.add_argument("--bind", help="address to listen on (default 0.0.0.0)")
     p.add_argument("--interval", type=float, help="sampling interval in seconds (default 1)")
     p.add_argument("--peer", action="append", default=[], metavar="HOST:PORT",
@@ -82,7 +108,11 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             iface, mbit = parse_capacity(spec)
             caps[iface] = mbit
         over["capacity"] = caps
-    return replace(base, **over).validate()
+    settings = replace(base, **over).validate()
+    if settings.port == 0:
+        raise SettingsError("port 0 (any free port) cannot be used: peers, the tray app and "
+                            "`exotray status` find an agent by its port; give 1..65535")
+    return settings
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
@@ -360,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="exotray", description="See your cluster's network: links, RTT, load, saturation."
     )
     parser.add_argument("--version", action="version", version=f"exotray {__version__}")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+    parser.add_argument("--port", type=PORT, default=DEFAULT_PORT,
                         help="the local agent's port (tray app)")
     parser.add_argument("--no-mdns", action="store_true",
                         help="start the local agent with mDNS off (tray app)")
@@ -381,7 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--format", choices=["csv", "json"],
                     help="default: from --output's extension, else csv")
     ex.add_argument("--output", "-o", help="file to write (default: stdout)")
-    ex.add_argument("--port", type=int, default=DEFAULT_PORT, help="the local agent's port")
+    ex.add_argument("--port", type=PORT, default=DEFAULT_PORT, help="the local agent's port")
     ex.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     me = sub.add_parser("measure", help="measure a link's capacity with a bulk TCP transfer")
     me.add_argument("peer", help="the peer's name, id or address")
@@ -396,17 +426,23 @@ def build_parser() -> argparse.ArgumentParser:
     sd.add_argument("--output", "-o", help="file to keep up to date (default: stdout)")
     sd.add_argument("--refresh", type=float, default=30.0, help="seconds between rewrites")
     sd.add_argument("--once", action="store_true", help="write once and exit")
-    sd.add_argument("--port", type=int, default=DEFAULT_PORT, help="the local agent's port")
+    sd.add_argument("--port", type=PORT, default=DEFAULT_PORT, help="the local agent's port")
     sd.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     st = sub.add_parser("status", help="the cluster as the local agent sees it")
     st.add_argument("--json", action="store_true", help="print /v1/cluster as JSON")
-    st.add_argument("--port", type=int, default=DEFAULT_PORT, help="the local agent's port")
+    st.add_argument("--port", type=PORT, default=DEFAULT_PORT, help="the local agent's port")
     st.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # with the usage of the subcommand they were given to, not the top level's
+        subparsers = next(a for a in parser._actions
+                          if isinstance(a, argparse._SubParsersAction))
+        parser = subparsers.choices.get(args.command, parser)
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "agent":
         return cmd_agent(args)
     if args.command == "status":

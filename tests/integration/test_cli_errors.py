@@ -49,6 +49,26 @@ def _agent(tmp_path, *args: str, timeout: float = 10) -> subprocess.CompletedPro
                *args, timeout=timeout)
 
 
+def test_a_wrong_option_shows_the_subcommands_usage():
+    for cmd, *rest in (("agent",), ("measure", "b"), ("status",)):
+        r = run(cmd, *rest, "--bogus")
+        assert r.returncode == 2
+        assert f"usage: exotray {cmd} " in r.stderr, r.stderr
+        assert f"exotray {cmd}: error: unrecognized arguments: --bogus" in r.stderr
+
+
+def test_port_0_is_refused_on_the_command_line_and_in_the_config(tmp_path):
+    r = run("agent", "--no-mdns", "--bind", "127.0.0.1", "--port", "0",
+            "--state-dir", str(tmp_path / "s"), timeout=10)
+    assert r.returncode == 2
+    assert "usage: exotray agent" in r.stderr and "--port: must be 1..65535, not 0" in r.stderr
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("port = 0\n")
+    r = run("agent", "--no-mdns", "--bind", "127.0.0.1", "--config", str(cfg),
+            "--state-dir", str(tmp_path / "s"), timeout=10)
+    assert r.returncode == EXIT_CONFIG and "port 0" in r.stderr and "1..65535" in r.stderr
+
+
 def test_a_second_agent_on_the_same_state_dir_is_refused(tmp_path):
     first = AgentProc(tmp_path, "one", free_port(), [])
     try:
