@@ -16,6 +16,8 @@ from pathlib import Path
 from exotray import __version__
 from exotray.core import fmt, paths
 from exotray.core.settings import (
+    CAPTEST_SECONDS,
+    CAPTEST_STREAMS,
     DEFAULT_PORT,
     EXIT_CONFIG,
     Settings,
@@ -286,6 +288,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_measure(args: argparse.Namespace) -> int:
     import httpx
 
+    _get(args, "/v1/snapshot")  # an agent answers (or exit saying so) before "measuring…"
     state = Path(args.state_dir) if args.state_dir else paths.state_dir()
     token = paths.read_token(state)
     if token is None:
@@ -305,6 +308,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
         print(f"exotray measure: no exotray agent answered at {args.host}:{args.port} ({e})",
               file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # the agent sees the connection close and stops the test
+        print("exotray measure: interrupted; the test is cancelled", file=sys.stderr)
+        return 130
     data = r.json()
     if r.status_code != 200:
         print(f"exotray measure: {data.get('error', r.text)}", file=sys.stderr)
@@ -416,10 +422,14 @@ def build_parser() -> argparse.ArgumentParser:
     me = sub.add_parser("measure", help="measure a link's capacity with a bulk TCP transfer")
     me.add_argument("peer", help="the peer's name, id or address")
     me.add_argument("--interface", help="which of our interfaces (when several reach it)")
-    me.add_argument("--seconds", type=float, default=5.0, help="per direction (max 30)")
-    me.add_argument("--streams", type=int, default=4, help="parallel TCP streams (max 8)")
+    me.add_argument("--seconds", type=_ranged(float, *CAPTEST_SECONDS, " s"), default=5.0,
+                    help=f"per direction, {CAPTEST_SECONDS[0]:g}..{CAPTEST_SECONDS[1]:g} s "
+                         "(default 5)")
+    me.add_argument("--streams", type=_ranged(int, *CAPTEST_STREAMS), default=4,
+                    help=f"parallel TCP streams, {CAPTEST_STREAMS[0]}..{CAPTEST_STREAMS[1]} "
+                         "(default 4)")
     me.add_argument("--state-dir", help="the local agent's state dir (for its control token)")
-    me.add_argument("--port", type=int, default=DEFAULT_PORT, help="the local agent's port")
+    me.add_argument("--port", type=PORT, default=DEFAULT_PORT, help="the local agent's port")
     me.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     sd = sub.add_parser("prometheus-sd",
                         help="write a Prometheus file_sd_configs file of every agent")

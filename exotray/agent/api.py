@@ -6,7 +6,10 @@ present the control token (see agent/control.py).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
 import math
 import secrets
 from typing import TYPE_CHECKING
@@ -25,7 +28,11 @@ from exotray.core.settings import SettingsError
 if TYPE_CHECKING:
     from exotray.agent.runtime import Agent
 
+log = logging.getLogger(__name__)
+
 MAX_HISTORY_S = 3600.0
+#: how often a running capacity test checks that its client is still there
+DISCONNECT_POLL_S = 0.2
 MAX_BODY = 64 * 1024
 #: request line + headers; uvicorn only bounds *incomplete* header data
 MAX_HEAD = 16 * 1024
@@ -210,9 +217,28 @@ def create_app(agent: Agent) -> Starlette:
             streams = int(body.get("streams", 4))
         except (ValueError, TypeError) as e:
             return _error(400, str(e))
+        lo, hi = captest.MIN_SECONDS, captest.MAX_SECONDS
+        if not (math.isfinite(seconds) and lo <= seconds <= hi):
+            return _error(400, f"seconds must be {lo:g}..{hi:g} (per direction), not {seconds:g}")
+        if not captest.MIN_STREAMS <= streams <= captest.MAX_STREAMS:
+            return _error(400, f"streams must be {captest.MIN_STREAMS}..{captest.MAX_STREAMS}, "
+                               f"not {streams}")
+        test = asyncio.create_task(agent.measure(body["peer"], body.get("interface"), seconds,
+                                                 streams), name="measure")
         try:
-            return JSONResponse(await agent.measure(body["peer"], body.get("interface"),
-                                                    seconds, streams))
+            # The client may give up (Ctrl-C on `exotray measure`, the window closed):
+            # then the test stops too, instead of blocking the next one for its duration.
+            while not (await asyncio.wait({test}, timeout=DISCONNECT_POLL_S))[0]:
+                if await request.is_disconnected():
+                    log.info("the client asking for a capacity test went away; cancelling it")
+                    test.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await test
+                    return _error(499, "cancelled: the client went away")
+        finally:
+            test.cancel()  # a no-op when done; when this handler itself is cancelled, needed
+        try:
+            return JSONResponse(test.result())
         except LookupError as e:
             return _error(404, str(e))
         except captest.Busy as e:

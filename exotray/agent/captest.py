@@ -26,9 +26,12 @@ from typing import Any
 
 import httpx
 
+from exotray.core.settings import CAPTEST_SECONDS, CAPTEST_STREAMS
+
 log = logging.getLogger(__name__)
 
-MAX_SECONDS = 30.0
+MIN_SECONDS, MAX_SECONDS = CAPTEST_SECONDS
+MIN_STREAMS, MAX_STREAMS = CAPTEST_STREAMS
 #: hard byte cap per direction: 30 s at 100 Gbit/s
 MAX_BYTES = int(MAX_SECONDS * 100e9 / 8)
 CHUNK = 256 * 1024
@@ -62,6 +65,8 @@ class CapacityTester:
         self.session: Session | None = None
         self._server: asyncio.base_events.Server | None = None
         self._zero = bytes(CHUNK)
+        #: "finish" calls to peers after a cancelled test (kept until done)
+        self._releasing: set[asyncio.Task] = set()
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -78,6 +83,8 @@ class CapacityTester:
         self._server = await asyncio.start_server(self._accept, sock=sock)
 
     async def stop(self) -> None:
+        if self._releasing:
+            await asyncio.wait(self._releasing, timeout=2.5)
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -91,8 +98,8 @@ class CapacityTester:
                                   "(allow_capacity_tests = false)")
         if self.busy_with is not None:
             raise Busy(f"a capacity test with {self.busy_with} is running; try again shortly")
-        seconds = max(1.0, min(float(seconds), MAX_SECONDS))
-        streams = max(1, min(int(streams), 8))
+        seconds = max(MIN_SECONDS, min(float(seconds), MAX_SECONDS))
+        streams = max(MIN_STREAMS, min(int(streams), MAX_STREAMS))
         token = secrets.token_hex(16)
         self.session = Session(token, peer_host, seconds, streams)
         self.busy_with = peer_host
@@ -171,6 +178,7 @@ class CapacityTester:
         if self.busy_with is not None:
             raise Busy(f"a capacity test with {self.busy_with} is running; try again shortly")
         self.busy_with = host
+        grant: dict[str, Any] | None = None
         try:
             r = await http.post(f"http://{host}:{api_port}/v1/capacity/session",
                                 json={"seconds": seconds, "streams": streams, "from": who},
@@ -195,8 +203,23 @@ class CapacityTester:
                 "down_bytes": down_bytes,
                 "measured_at": time.time(),
             }
+        except asyncio.CancelledError:
+            # Cancelled (the client that asked went away): free the peer's slot too, or it
+            # refuses every test until the session it granted expires.
+            if grant is not None:
+                task = asyncio.create_task(self._release(http, host, api_port, grant["token"]))
+                self._releasing.add(task)
+                task.add_done_callback(self._releasing.discard)
+            log.info("capacity test with %s cancelled", host)
+            raise
         finally:
             self.busy_with = None
+
+    @staticmethod
+    async def _release(http: httpx.AsyncClient, host: str, api_port: int, token: str) -> None:
+        with contextlib.suppress(Exception):
+            await http.post(f"http://{host}:{api_port}/v1/capacity/finish",
+                            json={"token": token}, timeout=2.0)
 
     async def _streams(self, host: str, grant: dict[str, Any], direction: str,
                        bind_ip: str | None) -> tuple[int, float]:

@@ -17,6 +17,11 @@ DEFAULT_PORT = 52480
 EXIT_CONFIG = 78
 
 
+#: bounds of an active capacity test, per direction (`exotray measure`, the API)
+CAPTEST_SECONDS = (1.0, 30.0)
+CAPTEST_STREAMS = (1, 8)
+
+
 class SettingsError(ValueError):
     pass
 

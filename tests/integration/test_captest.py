@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -85,3 +87,55 @@ def test_cli_measure(trio):
                         "--port", str(a.port), "--state-dir", str(a.state)],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "no link to 'nobody'" in p.stderr
+
+
+def test_a_measure_killed_midway_cancels_the_test(trio):
+    a, _, _ = trio
+    cli = subprocess.Popen([sys.executable, "-m", "exotray", "measure", "b", "--seconds", "10",
+                            "--port", str(a.port), "--state-dir", str(a.state)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert cli.stderr is not None
+        assert "measuring the link to b" in cli.stderr.readline()
+        time.sleep(1.5)  # the test is transferring (it would run 2 x 10 s)
+        cli.send_signal(signal.SIGINT)  # Ctrl-C
+        _, err = cli.communicate(timeout=10)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+    assert cli.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    # Both ends let go at once: a new test (a as initiator, b as responder) runs now,
+    # not after the cancelled one's 20 s.
+    assert wait_for(lambda: "capacity test with 127.0.0.1 cancelled" in a.log(), 3), a.log()
+    r = _measure(a, "b")
+    assert r.status_code == 200, r.text
+
+
+def test_a_client_that_vanishes_cancels_the_test(trio):
+    """SIGKILL: no goodbye from the client, only its closed connection."""
+    a, _, _ = trio
+    tok = (a.state / "control_token").read_text().strip()
+    body = b'{"peer": "b", "seconds": 10, "streams": 2}'
+    with socket.create_connection(("127.0.0.1", a.port)) as s:
+        s.sendall(b"POST /v1/control/measure HTTP/1.1\r\nhost: x\r\n"
+                  b"content-type: application/json\r\n"
+                  b"authorization: Bearer " + tok.encode() + b"\r\n"
+                  b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        time.sleep(1.5)
+    started = time.monotonic()
+    r = _measure(a, "b")
+    while r.status_code == 409 and time.monotonic() - started < 3:
+        time.sleep(0.2)
+        r = _measure(a, "b")
+    assert r.status_code == 200, r.text
+
+
+def test_measure_bounds_are_checked_by_the_agent_too(trio):
+    a, _, _ = trio
+    tok = (a.state / "control_token").read_text().strip()
+    for body, msg in (({"peer": "b", "seconds": 100}, "seconds must be 1..30"),
+                      ({"peer": "b", "streams": 0}, "streams must be 1..8")):
+        r = httpx.post(a.url + "/v1/control/measure", json=body, trust_env=False,
+                       headers={"authorization": f"Bearer {tok}"})
+        assert r.status_code == 400 and msg in r.json()["error"]

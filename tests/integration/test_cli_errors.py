@@ -150,4 +150,25 @@ def test_a_taken_port_is_still_a_listen_error(tmp_path):
 
 # -- measure, export, prometheus-sd ----------------------------------------------------
 
+def test_measure_bounds_are_stated():
+    for args, msg in ((["--seconds", "100"], "--seconds: must be 1..30 s, not 100"),
+                      (["--seconds", "0.5"], "--seconds: must be 1..30 s, not 0.5"),
+                      (["--streams", "0"], "--streams: must be 1..8, not 0"),
+                      (["--streams", "9"], "--streams: must be 1..8, not 9")):
+        r = run("measure", "b", "--port", "9", *args)
+        assert r.returncode == 2, r.stderr
+        assert "usage: exotray measure" in r.stderr and msg in r.stderr
+        assert "measuring" not in r.stderr
+
+
+def test_measure_says_measuring_only_when_an_agent_answers(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "control_token").write_text("x" * 40 + "\n")
+    r = run("measure", "b", "--port", str(free_port()), "--state-dir", str(state))
+    assert r.returncode == 1
+    assert "no exotray agent answered" in r.stderr
+    assert "measuring" not in r.stderr
+
+
 # -- scripts/dev -----------------------------------------------------------------------
