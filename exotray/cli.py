@@ -277,7 +277,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     fmt_ = args.format or ("json" if args.output and args.output.endswith(".json") else "csv")
     text = export.to_json(hist, link) if fmt_ == "json" else export.to_csv(hist)
     if args.output and args.output != "-":
-        Path(args.output).write_text(text)
+        try:
+            Path(args.output).write_text(text)
+        except OSError as e:
+            print(f"exotray export: cannot write {args.output}: {e.strerror or e}",
+                  file=sys.stderr)
+            return 1
         print(f"wrote {len(hist['t'])} rows of {link.get('peer_name') or link['peer_address']}"
               f" via {link.get('local_interface')} to {args.output}", file=sys.stderr)
     else:
@@ -336,8 +341,14 @@ def cmd_prometheus_sd(args: argparse.Namespace) -> int:
         else:
             out = Path(args.output)
             tmp = out.with_name(out.name + ".tmp")
-            tmp.write_text(text)
-            tmp.replace(out)  # Prometheus never reads a half-written file
+            try:
+                tmp.write_text(text)
+                tmp.replace(out)  # Prometheus never reads a half-written file
+            except OSError as e:
+                tmp.unlink(missing_ok=True)
+                print(f"exotray prometheus-sd: cannot write {out}: {e.strerror or e}",
+                      file=sys.stderr)
+                return 1
         if args.once:
             return 0
         try:

@@ -171,4 +171,30 @@ def test_measure_says_measuring_only_when_an_agent_answers(tmp_path):
     assert "measuring" not in r.stderr
 
 
+@pytest.fixture
+def lone_agent(tmp_path):
+    """One agent with one (down) link, to 127.0.0.1 on a port nobody answers."""
+    a = AgentProc(tmp_path, "lone", free_port(), [free_port()])
+    try:
+        a.wait_ready()
+        yield a
+    finally:
+        a.close()
+
+
+def test_export_and_sd_to_an_unwritable_place_say_so(lone_agent, tmp_path):
+    port = str(lone_agent.port)
+    for args in (["export", "127.0.0.1", "-o", "/nonexistent/dir/x.csv"],
+                 ["prometheus-sd", "--once", "-o", "/nonexistent/x.json"]):
+        r = run(*args, "--port", port)
+        assert r.returncode == 1, (args, r.stderr)
+        assert "Traceback" not in r.stderr
+        path = args[args.index("-o") + 1]
+        assert f"cannot write {path}: No such file or directory" in r.stderr, r.stderr
+    assert not any(tmp_path.glob("*.tmp"))
+    (tmp_path / "ro").mkdir()
+    r = run("export", "127.0.0.1", "-o", str(tmp_path), "--port", port)  # a directory
+    assert r.returncode == 1 and f"cannot write {tmp_path}: Is a directory" in r.stderr
+
+
 # -- scripts/dev -----------------------------------------------------------------------
