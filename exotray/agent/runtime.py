@@ -294,6 +294,9 @@ class Agent:
         self.nics: dict[str, sampler.NicInfo] = {}
         self.measured_mbit: dict[str, float] = {}
         self.measured_at: dict[str, float] = {}
+        #: capacity names not seen as an interface yet -> since when; those warned about
+        self._capacity_pending: dict[str, float] = {}
+        self._capacity_warned: set[str] = set()
         self.captest: CapacityTester | None = None
         self.rates = RateMeter(window_s=self.interval)
         #: the latest raw byte counters per interface (for /metrics)
@@ -583,6 +586,7 @@ class Agent:
             n: i.addresses for n, i in self.nics.items()
         }
         self.nics = nics
+        self._check_capacity_names(now)
         if addresses_changed and self.discovery is not None:
             self._restart_discovery()
         for name, nic in nics.items():
@@ -606,6 +610,20 @@ class Agent:
                 elif now - st.vanished_at > 3600:
                     del self.ifaces[name]
         return addresses_changed
+
+    def _check_capacity_names(self, now: float) -> None:
+        """Warn once about a capacity given for an interface that has not appeared within
+        capacity_warn_after seconds (from start, or from when the setting was made): most
+        likely a typo, and its capacity is silently unused."""
+        for name, mbit in self.settings.capacity.items():
+            if name in self.nics or name in self._capacity_warned:
+                continue
+            since = self._capacity_pending.setdefault(name, now)
+            if now - since >= self.settings.capacity_warn_after:
+                self._capacity_warned.add(name)
+                log.warning("capacity %s=%g Mbit/s: no interface named %r has appeared in "
+                            "%.0f s, so this capacity is not used (interfaces here: %s)",
+                            name, mbit, name, now - since, ", ".join(sorted(self.nics)))
 
     def _link_numbers(self, link: Link) -> tuple[Rate | None, cap.Capacity, float | None]:
         st = self.ifaces.get(link.local_interface) if link.local_interface else None

@@ -51,6 +51,8 @@ class Settings:
     allow_capacity_tests: bool = True
     #: TCP port of the capacity test (0: the agent's port + 1)
     capacity_port: int = 0
+    #: warn (once) when a `capacity` interface has not appeared this long after start
+    capacity_warn_after: float = 60.0
     events: str | None = None
     state_dir: str | None = None
     key_file: str | None = None
@@ -59,7 +61,8 @@ class Settings:
         self._check_types()
         if not 0 <= self.port <= 65535:
             raise SettingsError(f"port {self.port} is not in 0..65535")
-        for name in ("interval", "sustain", "clear", "cooldown", "down_after"):
+        for name in ("interval", "sustain", "clear", "cooldown", "down_after",
+                     "capacity_warn_after"):
             v = getattr(self, name)
             if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
                 raise SettingsError(f"{name} must be a non-negative number, not {v!r}")
@@ -105,7 +108,7 @@ _TYPES: dict[str, type] = {
     "mdns_interfaces": tuple, "capacity": dict, "threshold": float, "sustain": float,
     "clear": float, "cooldown": float, "down_after": float, "probes_per_interval": int,
     "events": str, "state_dir": str, "key_file": str, "notify_peers": bool,
-    "allow_capacity_tests": bool, "capacity_port": int,
+    "allow_capacity_tests": bool, "capacity_port": int, "capacity_warn_after": float,
 }
 _OPTIONAL = {"events", "state_dir", "key_file"}
 _TYPE_NAMES = {

@@ -8,9 +8,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
-from helpers import AgentProc, free_port
+from helpers import AgentProc, free_port, wait_for
 
 from exotray.core.settings import EXIT_CONFIG
 
@@ -146,6 +147,33 @@ def test_a_taken_port_is_still_a_listen_error(tmp_path):
                 "--state-dir", str(tmp_path / "s"), timeout=10)
     assert r.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in r.stderr
+
+
+def test_capacity_of_an_interface_that_never_appears_is_warned_once(tmp_path):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("capacity_warn_after = 1.0\n")  # a minute by default
+    a = AgentProc(tmp_path, "cap", free_port(), [], "--config", str(cfg), "--interval", "0.2",
+                  "--capacity", "nosuchif=100", "--capacity", "lo=1000")
+    try:
+        a.wait_ready()
+        assert wait_for(lambda: "no interface named 'nosuchif'" in a.log(), 10), a.log()
+        time.sleep(1.5)  # several more checks: still one line
+        log = a.log()
+        assert log.count("no interface named") == 1, log
+        assert "capacity nosuchif=100 Mbit/s" in log and "lo" in log.split("interfaces here")[1]
+    finally:
+        a.close()
+
+
+def test_capacity_warning_waits_for_its_delay(tmp_path):
+    a = AgentProc(tmp_path, "cap", free_port(), [], "--interval", "0.2",
+                  "--capacity", "nosuchif=100")
+    try:
+        a.wait_ready()
+        time.sleep(1.5)  # the default 60 s have not passed
+        assert "no interface named" not in a.log()
+    finally:
+        a.close()
 
 
 # -- measure, export, prometheus-sd ----------------------------------------------------
