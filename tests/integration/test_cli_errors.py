@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from helpers import AgentProc, free_port, wait_for
@@ -220,9 +221,16 @@ def test_export_and_sd_to_an_unwritable_place_say_so(lone_agent, tmp_path):
         path = args[args.index("-o") + 1]
         assert f"cannot write {path}: No such file or directory" in r.stderr, r.stderr
     assert not any(tmp_path.glob("*.tmp"))
-    (tmp_path / "ro").mkdir()
     r = run("export", "127.0.0.1", "-o", str(tmp_path), "--port", port)  # a directory
     assert r.returncode == 1 and f"cannot write {tmp_path}: Is a directory" in r.stderr
 
 
 # -- scripts/dev -----------------------------------------------------------------------
+
+def test_scripts_dev_without_arguments_prints_its_usage_only():
+    dev = Path(__file__).resolve().parents[2] / "scripts" / "dev"
+    r = subprocess.run([str(dev)], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2
+    assert r.stdout.splitlines()[0].startswith("exotray developer entry point")
+    assert "scripts/dev lint" in r.stdout
+    assert "set -" not in r.stdout and "#" not in r.stdout
