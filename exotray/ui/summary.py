@@ -141,7 +141,7 @@ def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | Non
         rate = max(event.get("rx_bytes_per_s") or 0, event.get("tx_bytes_per_s") or 0)
         util = fmt.percent(event.get("utilization"))
         cap = event.get("capacity_bytes_per_s")
-        of = f" of {fmt.capacity(cap)}" if cap else ""
+        of = f" of {fmt.capacity_rate(cap)}" if cap else ""  # one unit system per sentence
         if kind == "link_saturated":
             return (f"Link saturated: {node} ⇄ {peer}",
                     f"{label} at {util} ({fmt.rate(rate)}{of})")

@@ -74,7 +74,7 @@ def test_notification_text_names_both_nodes_interface_utilization_and_rate():
     title, body = notification(sat, "studio-1")
     assert title == f"Link saturated: studio-1 ⇄ {sat['peer_name']}"
     assert body.startswith(f"{sat['local_label']} at ")
-    assert "%" in body and "MB/s" in body and "50 Mbit/s" in body
+    assert "%" in body and "MB/s" in body and "of 6.25 MB/s" in body and "bit/s" not in body
     cleared = {**sat, "type": "link_cleared", "utilization": 0.1}
     assert notification(cleared, "studio-1")[0].startswith("Link back to normal")
     down = next(e for e in EVENTS if e["type"] == "peer_down")
