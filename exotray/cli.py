@@ -389,7 +389,7 @@ def cmd_tray(args: argparse.Namespace) -> int:
         agent_args += ["--state-dir", args.state_dir]
     return tray_main(port=args.port, agent_args=agent_args,
                      state_dir=Path(args.state_dir) if args.state_dir else None,
-                     dashboard=args.dashboard)
+                     dashboard=args.dashboard, verbose=args.verbose)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -399,7 +399,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             return 2
     from exotray.ui.demo import main as demo_main
 
-    return demo_main(saturate=args.saturate, seconds=args.seconds)
+    return demo_main(saturate=args.saturate, seconds=args.seconds, verbose=args.verbose)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -415,12 +415,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the local agent's state dir (tray app; default: platform's)")
     parser.add_argument("--dashboard", action="store_true",
                         help="open the dashboard window at start (tray app)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug logging, libraries' too (tray app)")
     sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help="three agents on loopback and the window, to try it out")
     demo.add_argument("--saturate", action="store_true",
                       help="drive one link into saturation with a paced transfer")
     demo.add_argument("--seconds", type=float, default=0,
                       help="quit after this long (0: when the window closes)")
+    demo.add_argument("-v", "--verbose", action="store_true",
+                      help="debug logging, libraries' too (e.g. every HTTP request)")
     _agent_parser(sub)
     ex = sub.add_parser("export", help="a link's history as CSV or JSON (units in the header)")
     ex.add_argument("link", help="link id, or the peer's name or address")
