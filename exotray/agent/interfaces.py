@@ -22,7 +22,7 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -407,6 +407,22 @@ def _run_networksetup() -> str:
     return completed.stdout
 
 
+#: macOS interfaces that carry no cluster traffic and where mDNS does harm or nothing:
+#: AirDrop's AWDL and its low-latency companion, Apple internal networks, the Wi-Fi
+#: access-point and peer-to-peer interfaces.
+_NO_MDNS_PREFIXES = ("awdl", "llw", "anpi", "ap", "p2p")
+
+
+def mdns_by_default(name: str, kind: str) -> bool:
+    """Whether mDNS announces and browses on this interface when no --mdns-interface is
+    given: not on VPNs (a utun refuses multicast, and peers are not found through a VPN)
+    nor on the macOS-internal interfaces above. Bridges and veths stay: a Linux bridge
+    or the Thunderbolt Bridge is where cluster peers are."""
+    if kind in ("vpn", "loopback"):
+        return False
+    return not (kind == "virtual" and name.startswith(_NO_MDNS_PREFIXES))
+
+
 class InterfaceClassifier:
     """Caches ``(kind, label)`` per interface name.
 
@@ -432,6 +448,29 @@ class InterfaceClassifier:
     @property
     def platform(self) -> str:
         return self._platform
+
+    @property
+    def blocking(self) -> bool:
+        """Whether classifying may block (macOS runs `networksetup`, up to
+        NETWORKSETUP_TIMEOUT_S): then the agent classifies in a worker thread, never on
+        its event loop. Linux reads sysfs files, which is quick."""
+        return self._platform == "darwin"
+
+    def peek(self, name: str) -> Classification | None:
+        """The cached result, or None; never blocks (not even on the lock that a worker
+        thread holds while networksetup runs: one dict read is atomic)."""
+        return self._cache.get(name)
+
+    def provisional(self, name: str) -> Classification:
+        """(kind, label) from the name alone, for an interface not classified yet."""
+        if self._platform == "darwin":
+            return classify_macos(name, {})
+        return _classify_generic(name)
+
+    def classify_all(self, names: Iterable[str]) -> None:
+        """Classify and cache these names (run in a worker thread where blocking)."""
+        for name in names:
+            self.classify(name)
 
     def classify(self, name: str) -> Classification:
         with self._lock:

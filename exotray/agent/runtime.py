@@ -39,7 +39,7 @@ from exotray import PROTO, __version__
 from exotray.agent import control, sampler
 from exotray.agent.captest import CapacityTester
 from exotray.agent.discovery import Discovery, PeerRecord
-from exotray.agent.interfaces import InterfaceClassifier
+from exotray.agent.interfaces import InterfaceClassifier, mdns_by_default
 from exotray.agent.probe import ProbeSocket, Target
 from exotray.core import capacity as cap
 from exotray.core import paths
@@ -298,6 +298,7 @@ class Agent:
         self._capacity_pending: dict[str, float] = {}
         self._capacity_warned: set[str] = set()
         self.captest: CapacityTester | None = None
+        self._classify_task: asyncio.Task | None = None
         self.rates = RateMeter(window_s=self.interval)
         #: the latest raw byte counters per interface (for /metrics)
         self.raw_counters: dict[str, tuple[int, int]] = {}
@@ -589,9 +590,19 @@ class Agent:
         self._check_capacity_names(now)
         if addresses_changed and self.discovery is not None:
             self._restart_discovery()
+        unclassified = []
         for name, nic in nics.items():
-            kind, label = self.classifier.classify(name)
             st = self.ifaces.get(name)
+            if self.classifier.blocking:
+                # macOS: networksetup may take seconds; never on the loop. Until the
+                # worker thread has classified a new interface, its name decides.
+                found = self.classifier.peek(name)
+                if found is None:
+                    unclassified.append(name)
+                    found = (st.kind, st.label) if st else self.classifier.provisional(name)
+                kind, label = found
+            else:
+                kind, label = self.classifier.classify(name)
             capacity = self._capacity_of(name, kind, nic)
             if st is None:
                 st = self.ifaces[name] = IfaceState(
@@ -602,6 +613,8 @@ class Agent:
                 kind, label, nic.up, nic.addresses, capacity
             )
             st.vanished_at = None
+        if unclassified:
+            self._classify_in_background(unclassified)
         for name, st in list(self.ifaces.items()):
             if name not in nics:
                 if st.vanished_at is None:
@@ -610,6 +623,14 @@ class Agent:
                 elif now - st.vanished_at > 3600:
                     del self.ifaces[name]
         return addresses_changed
+
+    def _classify_in_background(self, names: list[str]) -> None:
+        """One worker-thread classification at a time; the next tick reads its cache."""
+        task = self._classify_task
+        if task is not None and not task.done():
+            return
+        self._classify_task = asyncio.get_running_loop().create_task(
+            asyncio.to_thread(self.classifier.classify_all, names), name="classify")
 
     def _check_capacity_names(self, now: float) -> None:
         """Warn once about a capacity given for an interface that has not appeared within
@@ -805,9 +826,12 @@ class Agent:
         nics = self.nics
         wanted = self.settings.mdns_interfaces
         out: list[str] = []
-        for nic in nics.values():
+        for name, nic in nics.items():
             if not nic.up or nic.loopback:
                 continue
+            st = self.ifaces.get(name)
+            if not wanted and st is not None and not mdns_by_default(name, st.kind):
+                continue  # VPNs and macOS-internal interfaces: see mdns_by_default
             for addr, _prefix in nic.networks:
                 if (wanted and addr in wanted) or (not wanted and nic.multicast):
                     out.append(addr)
@@ -1125,6 +1149,8 @@ class Agent:
         )
         self._server = _Server(config)
         self.nics = sampler.read_nics()
+        # Kinds first: mDNS skips VPN interfaces by their kind.
+        self._update_ifaces(self.nics, self.clock())
         await self._resolve_peers()
         if s.mdns:
             missing = [a for a in s.mdns_interfaces
@@ -1177,6 +1203,9 @@ class Agent:
         self._fetching = {}
         if self._discovery_task is not None:
             await asyncio.gather(self._discovery_task, return_exceptions=True)
+        if self._classify_task is not None:
+            # networksetup has its own timeout; its thread ends by itself
+            await asyncio.gather(self._classify_task, return_exceptions=True)
         if self.discovery is not None:
             await self.discovery.stop()  # sends the goodbye
         if self.probe is not None:
