@@ -189,6 +189,8 @@ _IGNORED = {
 def diagnostics(cluster: dict) -> list[str]:
     """Why a peer the user expects may be missing, in plain words."""
     notes: list[str] = []
+    nodes = cluster.get("nodes") or [{}]
+    notes += [w.rstrip(".") + "." for w in nodes[0].get("warnings") or []]
     disc = cluster.get("discovery") or {}
     if disc.get("mdns") is False:
         notes.append("mDNS is off (--no-mdns): only peers given with --peer are monitored.")

@@ -18,6 +18,7 @@ come from another address than the one probed, are dropped and counted as well.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import hmac
 import logging
@@ -177,6 +178,8 @@ class ProbeSocket:
         self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
         self._kernel_ts: str | None = None
         self._warned_no_stamp = False
+        #: probes refused in a row by sendto with EHOSTUNREACH (reset by a send that works)
+        self.hostunreach_streak = 0
         self.counters: dict[str, int] = {
             "probes_sent": 0,
             "probe_send_errors": 0,
@@ -217,6 +220,8 @@ class ProbeSocket:
             except OSError as e:
                 log.info("no kernel receive timestamps (%s); using user-space time", e)
         self.sock = sock
+        #: how probes leave (the socket's sendto; the seam for OS refusals in tests)
+        self.send_datagram: Callable[[bytes, Target], int] = sock.sendto
         self._loop = asyncio.get_running_loop()
         self._loop.add_reader(sock.fileno(), self._readable)
 
@@ -240,14 +245,18 @@ class ProbeSocket:
         now = self.clock()
         t1 = time.time_ns()
         try:
-            self.sock.sendto(seal(self.key, encode(Probe(REQUEST, seq, t1, 0, 0))), target)
+            self.send_datagram(seal(self.key, encode(Probe(REQUEST, seq, t1, 0, 0))), target)
         except OSError as e:
             # Unreachable network, interface down, buffer full: the link learns it as loss.
             self.counters["probe_send_errors"] += 1
+            if e.errno == errno.EHOSTUNREACH:
+                # On macOS 15+ also what a denied Local Network permission looks like.
+                self.hostunreach_streak += 1
             log.debug("probe to %s:%d not sent: %s", target[0], target[1], e)
             self.on_lost(target, now)
             return
         self.counters["probes_sent"] += 1
+        self.hostunreach_streak = 0
         self._pending[seq] = _Pending(target, t1, now)
 
     def expire(self) -> None:

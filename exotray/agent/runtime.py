@@ -42,7 +42,7 @@ from exotray.agent.discovery import Discovery, PeerRecord
 from exotray.agent.interfaces import InterfaceClassifier, mdns_by_default
 from exotray.agent.probe import ProbeSocket, Target
 from exotray.core import capacity as cap
-from exotray.core import paths
+from exotray.core import health, paths
 from exotray.core.events import EventLog, iso
 from exotray.core.history import IFACE_COLUMNS, LINK_COLUMNS, Ring, ring_size
 from exotray.core.saturation import SaturationDetector, SaturationParams
@@ -299,6 +299,7 @@ class Agent:
         self._capacity_warned: set[str] = set()
         self.captest: CapacityTester | None = None
         self._classify_task: asyncio.Task | None = None
+        self.platform = sys.platform
         self.rates = RateMeter(window_s=self.interval)
         #: the latest raw byte counters per interface (for /metrics)
         self.raw_counters: dict[str, tuple[int, int]] = {}
@@ -929,8 +930,17 @@ class Agent:
             "links": [self.link_dict(lk, now) for lk in self.links.values()],
             "kernel_timestamps": bool(self.probe and self.probe.kernel_timestamps),
             "paused": self.paused,
+            # conditions of this node the user must fix, in words (local clients show them)
+            "warnings": self._warnings(),
             "counters": counters,
         }
+
+    def _warnings(self) -> list[str]:
+        out = []
+        if self.probe is not None and health.local_network_denied(
+                self.platform, self.probe.hostunreach_streak, len(self.links)):
+            out.append(health.LOCAL_NETWORK_DENIED)
+        return out
 
     def cluster(self) -> dict[str, Any]:
         now = self.clock()

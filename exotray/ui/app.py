@@ -80,12 +80,20 @@ class App(QObject):
     def _agent_state(self, state: str) -> None:
         self.tray.update(self.cluster, state)
 
+    def _banner(self) -> str | None:
+        """What the window's banner says: why the agent is not running, else what this
+        node's agent says the user must fix."""
+        problem = self.supervisor.problem if self.supervisor is not None else None
+        if problem and self.cluster is None:
+            return problem
+        return "\n".join(summary.node_warnings(self.cluster)) or None
+
     def _agent_problem(self, problem: str | None) -> None:
         """The agent stopped (or cannot start), and why: in the menu, the window and,
         once per cause, a notification."""
         self.tray.set_problem(problem)
         if self.window is not None:
-            self.window.set_agent_problem(problem)
+            self.window.set_agent_problem(self._banner())
         if problem and problem != self._notified_problem:
             self._notified_problem = problem
             title = ("exotray agent cannot start" if self.supervisor is not None
@@ -105,6 +113,7 @@ class App(QObject):
         self.tray.update(cluster, state)
         if self.window is not None:
             self.window.set_cluster(cluster)
+            self.window.set_agent_problem(self._banner())
         if first:
             self.client.get_settings(self._settings_loaded)
 
@@ -143,8 +152,7 @@ class App(QObject):
             self.window = MainWindow(self.client)
             self.window.setWindowIcon(app_icon())
             self.window.set_cluster(self.cluster)
-            if self.supervisor is not None:
-                self.window.set_agent_problem(self.supervisor.problem)
+            self.window.set_agent_problem(self._banner())
         self.window.show()
         self.window.raise_()
         self.window.activateWindow()

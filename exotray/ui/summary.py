@@ -117,6 +117,13 @@ def summary_line(cluster: dict[str, Any] | None, agent_state: str = "running") -
     return " · ".join([head, *problems]) + paused
 
 
+def node_warnings(cluster: dict[str, Any] | None) -> list[str]:
+    """Conditions of this node the user must fix (e.g. macOS Local Network access)."""
+    if not cluster or not cluster.get("nodes"):
+        return []
+    return [str(w) for w in cluster["nodes"][0].get("warnings") or []]
+
+
 def empty_hints(cluster: dict[str, Any] | None) -> list[str]:
     """How to get peers, when there are none: what the menu and the window say."""
     if cluster is None or own_links(cluster):

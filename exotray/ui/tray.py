@@ -102,7 +102,7 @@ class Tray(QObject):
         m.clear()
         head = m.addAction(_menu_text(summary.summary_line(self.cluster, self.agent_state)))
         head.setEnabled(False)
-        notes = list(summary.empty_hints(self.cluster))
+        notes = [*summary.node_warnings(self.cluster), *summary.empty_hints(self.cluster)]
         if self.problem and self.cluster is None:
             notes.insert(0, self.problem)
             if self.agent_state == "config_error":

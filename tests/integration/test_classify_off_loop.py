@@ -80,3 +80,35 @@ def test_mdns_skips_vpn_interfaces_unless_named(tmp_path):
     default, named = asyncio.run(main())
     assert default == ["192.168.1.20"]   # the VPN is skipped by default…
     assert named == ["100.64.0.2"]       # …and used when the user names it
+
+
+def test_macos_local_network_refusal_is_named(tmp_path):
+    """macOS 15+ without the Local Network permission: sendto() fails at once with
+    EHOSTUNREACH for every local peer. The OS refusal is the seam (no Mac here)."""
+    import errno
+
+    async def main(platform: str) -> dict:
+        s = Settings(name="mac", bind="127.0.0.1", port=0, mdns=False, interval=0.2,
+                     peers=("127.0.0.1:9", "127.0.0.2:9"), state_dir=str(tmp_path / platform))
+        agent = Agent(s)
+        agent.platform = platform
+        await agent.start()
+
+        def refused(data: bytes, target: tuple[str, int]) -> int:
+            raise OSError(errno.EHOSTUNREACH, "No route to host")
+
+        agent.probe.send_datagram = refused
+        try:
+            for _ in range(30):
+                await asyncio.sleep(0.1)
+                if agent.snapshot()["warnings"]:
+                    break
+            return agent.snapshot()
+        finally:
+            await agent.stop()
+
+    mac = asyncio.run(main("darwin"))
+    assert len(mac["warnings"]) == 1 and "Local Network" in mac["warnings"][0]
+    assert all(lk["state"] == "down" or lk["rtt_ms"] is None for lk in mac["links"])
+    linux = asyncio.run(main("linux"))  # there it is a neighbour that is down
+    assert linux["warnings"] == []

@@ -47,3 +47,13 @@ def test_the_agents_problem_is_in_the_menu_and_tooltip(qtbot):
     tray.set_problem(None)
     tray.menu.aboutToShow.emit()
     assert problem.replace("&", "&&") not in tray.menu_texts()
+
+
+def test_node_warnings_are_in_the_menu(qtbot):
+    from exotray.core.health import LOCAL_NETWORK_DENIED
+
+    tray = Tray()
+    tray.update({**ALONE, "nodes": [{**ALONE["nodes"][0], "warnings": [LOCAL_NETWORK_DENIED]}]},
+                "running")
+    tray.menu.aboutToShow.emit()
+    assert tray.menu_texts()[1].startswith("Local Network access is not granted")
