@@ -53,7 +53,7 @@ def test_tray_icon_embedded_and_saturation_notifies(tmp_path):
             assert calls, f"no Notify call:\n{d.monitor_text()[-3000:]}\n{log}"
             call = calls[0]
             assert call["summary"] == "Link saturated: studio-1 ⇄ studio-2"
-            assert "Loopback at" in call["body"] and "2 Mbit/s" in call["body"]
+            assert "Loopback at" in call["body"] and "of 250 kB/s" in call["body"]
             d.screenshot(tmp_path / "desktop.png")
             app.send_signal(signal.SIGTERM)
             assert app.wait(10) == 0

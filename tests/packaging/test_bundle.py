@@ -19,6 +19,7 @@ import pytest
 from helpers import free_port
 
 import exotray
+from exotray.ui import summary
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,7 +53,8 @@ def test_linux_bundle_builds_and_runs(tmp_path):
     st = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60,
                         env={**env, "EXOTRAY_BUNDLE_SELFTEST": "1"})
     assert st.returncode == 0, st.stdout + st.stderr
-    assert st.stdout.count("ok ") == 9 and str(dist) in st.stdout
+    # the app icon, and every tray state plain and as a macOS template
+    assert st.stdout.count("ok ") == 1 + 2 * len(summary.HEALTH) and str(dist) in st.stdout
 
     # The frozen agent: loopback only, mDNS off, answers, stops cleanly on SIGTERM.
     port = free_port()
