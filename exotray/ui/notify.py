@@ -1,4 +1,13 @@
-"""Desktop notifications: freedesktop D-Bus on Linux, native on macOS, tray balloon otherwise.
+"""Desktop notifications: freedesktop D-Bus on Linux, Qt's native path on macOS, tray
+balloon otherwise.
+
+macOS: ``QSystemTrayIcon.showMessage`` posts to Notification Center (through
+``NSUserNotificationCenter``, whose delegate Qt sets, so a click comes back as
+``messageClicked``; qcocoasystemtrayicon.mm). Its ``msecs`` argument removes the
+notification from Notification Center after that long, so macOS passes 0: it stays until
+the user clears it. (A pyobjc ``NSUserNotification`` without a delegate, used before, lost
+every click.) Notification Center needs a bundle id: from a plain ``python -m exotray``
+nothing is shown; the built exotray.app has one.
 
 Linux: ``QSystemTrayIcon.showMessage`` does not go through D-Bus while the icon lives in an
 XEmbed tray, so we call ``org.freedesktop.Notifications.Notify`` ourselves and listen for
@@ -23,16 +32,14 @@ That call blocks for at most ``DBUS_TIMEOUT_MS`` (a local round trip takes ~10 m
 One bubble per key: a notification with a (non-empty) ``key`` replaces the one still on screen
 for that key. On D-Bus the daemon's id for the key's last notification goes out as
 ``replaces_id`` (forgotten on ``NotificationClosed``), so a link's "cleared" takes the place of
-its "saturated" bubble; different keys are independent. On macOS the key is the
-``NSUserNotification`` identifier, which replaces a delivered notification with the same one.
-The tray balloon shows one message at a time anyway; a new one replaces it, whatever its key.
+its "saturated" bubble; different keys are independent. The tray balloon (and macOS
+through Qt) reports a click for the last message only; a click opens that message's link.
 Every backend uses the daemon's default expiry (``EXPIRE_DEFAULT``), never "until dismissed".
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import logging
 import sys
 from collections import OrderedDict
@@ -65,6 +72,9 @@ DBUS_TIMEOUT_MS = 1500
 URGENCY = {"low": 0, "normal": 1, "critical": 2}
 EXPIRE_DEFAULT = -1  # Notify's expire_timeout: the daemon's default; 0 would mean "never"
 TRAY_MESSAGE_MS = 10_000
+#: macOS: 0 keeps the notification in Notification Center (any other value removes it
+#: after that many ms)
+MACOS_MESSAGE_MS = 0
 MAX_TRACKED_IDS = 256  # ids we remember for clicks if a daemon never says they closed
 _SEED_PATH = "/org/exotray/NotificationsIntrospection"
 _TYPED_NOTIFY = b"Notify(QString,uint,QString,QString,QString,QStringList,QVariantMap,int)"
@@ -109,10 +119,11 @@ def _dbus():
 
 
 def detect_backend(connection=None) -> str:
-    """Return "dbus" when a notification daemon is on the session bus, "macos" on macOS with pyobjc,
-    else "tray". `connection` (a QDBusConnection) defaults to the session bus."""
+    """Return "dbus" when a notification daemon is on the session bus, "macos" on macOS
+    (Qt's Notification Center path), else "tray". `connection` (a QDBusConnection)
+    defaults to the session bus."""
     if sys.platform == "darwin":
-        return "macos" if importlib.util.find_spec("Foundation") else "tray"
+        return "macos"
     try:
         qtdbus = _dbus()
         bus = connection if connection is not None else qtdbus.QDBusConnection.sessionBus()
@@ -189,7 +200,8 @@ class Notifier(QObject):
         try:
             if self.backend == "dbus" and self._notify_dbus(title, body, key, urgency):
                 return
-            if self.backend == "macos" and self._notify_macos(title, body, key):
+            if self.backend == "macos":
+                self._notify_tray(title, body, key, urgency, msecs=MACOS_MESSAGE_MS)
                 return
             self._notify_tray(title, body, key, urgency)
         except Exception as exc:
@@ -315,29 +327,10 @@ class Notifier(QObject):
         with contextlib.suppress(TypeError, ValueError, IndexError):
             self._forget(int(msg.arguments()[0]))
 
-    # ------------------------------------------------------------------ macOS (untested here)
-
-    def _notify_macos(self, title: str, body: str, key: str | None) -> bool:
-        try:
-            from Foundation import (  # pyobjc; optional
-                NSUserNotification,
-                NSUserNotificationCenter,
-            )
-        except ImportError:
-            return False
-        note = NSUserNotification.alloc().init()
-        note.setTitle_(title)
-        note.setInformativeText_(body)
-        if key is not None:
-            note.setUserInfo_({"key": key})
-        if key:  # delivering the same identifier again replaces the delivered notification
-            note.setIdentifier_(f"{self.app_name}:{key}")
-        NSUserNotificationCenter.defaultUserNotificationCenter().deliverNotification_(note)
-        return True
-
     # ------------------------------------------------------------------ tray fallback
 
-    def _notify_tray(self, title: str, body: str, key: str | None, urgency: str) -> None:
+    def _notify_tray(self, title: str, body: str, key: str | None, urgency: str,
+                     msecs: int = TRAY_MESSAGE_MS) -> None:
         if self._tray is None:
             self._log_once("no-tray", "no notification service and no tray icon: %s", title)
             return
@@ -347,7 +340,7 @@ class Notifier(QObject):
         # message replaces its old one too (and so does any other key's); a click is for
         # the message on screen, i.e. the last one.
         self._last_key = key
-        self._tray.showMessage(title, body, icon, TRAY_MESSAGE_MS)
+        self._tray.showMessage(title, body, icon, msecs)
 
     def _on_message_clicked(self) -> None:
         if self._last_key is not None:

@@ -13,7 +13,7 @@ from typing import Any
 BUNDLE_ID = "io.exotray.app"  # also the LaunchAgent label (exotray.ui.autostart.LABEL)
 NAME = "exotray"
 BONJOUR_SERVICE = "_exotray._tcp"  # exotray.agent's DNS-SD type, without ".local."
-# Qt 6.10 and later (PySide6 <6.12 resolves to those) run on macOS 13 and later.
+# Qt 6.11 (the PySide6 range pyproject.toml allows: >=6.11.3,<6.12) runs on macOS 13 and later.
 MIN_MACOS = "13.0"
 LOCAL_NETWORK_USAGE = (
     "exotray finds the other machines of your cluster on the local network with Bonjour "

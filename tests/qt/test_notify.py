@@ -252,3 +252,23 @@ def test_never_raises_without_tray_or_after_close(qtbot, caplog):
     assert tray.messages == []
     with qtbot.assertNotEmitted(m.activated):
         tray.messageClicked.emit()
+
+
+def test_macos_path_is_qts_notification_center_and_keeps_them(qtbot, monkeypatch):
+    """macOS: Qt's showMessage (Notification Center, clicks come back as messageClicked)
+    with 0 ms, which keeps the notification in Notification Center; any other value has
+    Qt remove it after that long (qcocoasystemtrayicon.mm). No pyobjc path: it lost
+    every click."""
+    from exotray.ui import notify
+
+    monkeypatch.setattr(notify.sys, "platform", "darwin")
+    assert notify.detect_backend() == "macos"
+    tray = RecordingTray()
+    n = Notifier(tray)
+    assert n.backend == "macos"
+    n.notify("Link saturated: studio-1 ⇄ studio-2", "Thunderbolt Bridge at 97 %", key="L1")
+    assert tray.messages[-1][0].startswith("Link saturated") and tray.messages[-1][3] == 0
+    with qtbot.waitSignal(n.activated, timeout=1000) as blocker:
+        tray.messageClicked.emit()
+    assert blocker.args == ["L1"]
+    n.close()

@@ -263,3 +263,14 @@ def test_macos_workflow_runs_what_linux_keeps_green():
     for step in ("pytest -q tests/unit", "pytest -q tests/qt", "packaging/macos/build.sh",
                  "EXOTRAY_BUNDLE_SELFTEST=1"):
         assert step in text
+
+
+def test_pyside6_range_has_the_macos_tray_menu_fix_and_not_the_refcount_bug():
+    """>= 6.11.3: QTBUG-147449 (tray menu aborts on macOS 27) is fixed from 6.11.3 on;
+    < 6.12: 6.12.0 leaks a reference to None per void call (test_pyside_refcount.py)."""
+    import tomllib
+
+    gui = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["gui"]
+    pyside = next(d for d in gui if d.startswith("PySide6"))
+    assert ">=6.11.3" in pyside and "<6.12" in pyside
