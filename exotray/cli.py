@@ -131,6 +131,9 @@ def cmd_agent(args: argparse.Namespace) -> int:
         print(f"exotray agent: {e}", file=sys.stderr)
         return EXIT_CONFIG
     from exotray.agent.runtime import ClusterKeyError, StartError, run
+    from exotray.appnap import keep_timers_on_time
+
+    keep_timers_on_time("exotray agent: probing and sampling links every interval")
 
     config_file = Path(args.config) if args.config else default_config_path()
     try:

@@ -18,6 +18,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
+from exotray.appnap import keep_timers_on_time
 from exotray.core import paths
 from exotray.core.settings import DEFAULT_PORT
 from exotray.ui import summary
@@ -186,6 +187,7 @@ def setup_logging(verbose: bool = False) -> None:
 def main(port: int = DEFAULT_PORT, agent_args: list[str] | None = None,
          state_dir: Path | None = None, dashboard: bool = False, verbose: bool = False) -> int:
     setup_logging(verbose)
+    keep_timers_on_time("exotray: showing the cluster's links in the menu bar")
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     qapp.setApplicationName("exotray")
     qapp.setApplicationDisplayName("exotray")
