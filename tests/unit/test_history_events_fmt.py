@@ -342,3 +342,21 @@ def test_fmt_capacity_three_significant_digits(value, as_bytes, as_bits) -> None
 )
 def test_fmt_utilization(ratio, capacity, expected) -> None:
     assert fmt.utilization(ratio, capacity) == expected
+
+
+def test_ring_typed_columns_round_trip_text_none_and_wrap() -> None:
+    cols = ("t", "rtt_ms", "state")
+    ring = Ring(cols, 4)
+    states = ["up", "saturated", None, "down", "up", "up"]
+    for i, st in enumerate(states):
+        ring.append((float(i), None if i % 2 else i * 0.5, st))
+    got = ring.since(float("-inf"))
+    assert got["t"] == [2.0, 3.0, 4.0, 5.0]          # wrapped: the oldest two are gone
+    assert got["rtt_ms"] == [1.0, None, 2.0, None]   # None survives as None, not NaN
+    assert got["state"] == [None, "down", "up", "up"]
+    assert ring.append((4.5, 1, "up")) is False      # older than the newest, after wrapping
+    ring.resize(2)
+    assert ring.since(float("-inf"))["t"] == [4.0, 5.0]
+    ring.append((6.0, 3.0, "saturated"))
+    assert ring.since(4.5) == {"t": [5.0, 6.0], "rtt_ms": [None, 3.0],
+                               "state": ["up", "saturated"]}
