@@ -5,11 +5,17 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
+import sys
 from dataclasses import dataclass
 
 import psutil
 
+from exotray.agent import macos_counters
+
 log = logging.getLogger(__name__)
+
+#: why the macOS IFMIB counters are not used (set at their first failure, then psutil's)
+_ifmib_failed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -26,8 +32,26 @@ class NicInfo:
     loopback: bool = False
 
 
-def read_counters() -> dict[str, tuple[int, int]]:
-    """{name: (rx_bytes, tx_bytes)} as the kernel counts them, unwrapped by us, not psutil."""
+def read_counters(platform: str | None = None) -> dict[str, tuple[int, int]]:
+    """{name: (rx_bytes, tx_bytes)} as the kernel counts them, unwrapped by us, not psutil.
+
+    On macOS from sysctl IFMIB (macos_counters): psutil's counters there are rounded to
+    1 KiB and cut to 32 bits for us, which wraps several times a second on Thunderbolt.
+    If that sysctl fails once, psutil's from then on (its 32-bit wraps are unwrapped by
+    stats.counter_delta while they are slower than a sampling interval).
+    """
+    global _ifmib_failed
+    if (platform or sys.platform) == "darwin" and _ifmib_failed is None:
+        try:
+            return macos_counters.read_counters()
+        except OSError as e:
+            _ifmib_failed = str(e)
+            log.warning("cannot read 64-bit byte counters through sysctl IFMIB (%s); using "
+                        "psutil's, which macOS rounds to 1 KiB and wraps at 4 GiB", e)
+    return _psutil_counters()
+
+
+def _psutil_counters() -> dict[str, tuple[int, int]]:
     counters = psutil.net_io_counters(pernic=True, nowrap=False)
     return {name: (c.bytes_recv, c.bytes_sent) for name, c in counters.items()}
 

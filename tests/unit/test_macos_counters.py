@@ -1,17 +1,19 @@
-"""macOS 64-bit byte counters (sysctl IFMIB): layout, parser, reader through a fake sysctl.
-Runs anywhere: no syscall is made."""
+"""macOS 64-bit byte counters (sysctl IFMIB): layout, parser, reader through a fake sysctl,
+and the sampler's choice between them and psutil. Runs anywhere: no syscall is made."""
 
 from __future__ import annotations
 
 import ctypes
 import errno
 import importlib.util
+import logging
 import struct
 from pathlib import Path
 
 import pytest
 
 from exotray.agent import macos_counters as mc
+from exotray.agent import sampler
 from exotray.core.stats import counter_delta
 
 FIX = Path(__file__).parent.parent / "fixtures" / "macos"
@@ -226,3 +228,60 @@ def test_64bit_counters_give_the_right_delta_where_32bit_would_not():
     before, after = 7_300_000_000_000, 7_310_000_000_000
     assert counter_delta(before, after) == 10_000_000_000
     assert counter_delta(before % (1 << 32), after % (1 << 32)) != 10_000_000_000
+
+
+# -- sampler: which reader it uses ------------------------------------------------------
+
+
+class _Nic:
+    def __init__(self, rx: int, tx: int) -> None:
+        self.bytes_recv, self.bytes_sent = rx, tx
+
+
+@pytest.fixture
+def fake_psutil(monkeypatch):
+    calls = []
+
+    def net_io_counters(pernic, nowrap):
+        calls.append((pernic, nowrap))
+        return {"eth0": _Nic(10, 20)}
+
+    monkeypatch.setattr(sampler.psutil, "net_io_counters", net_io_counters)
+    monkeypatch.setattr(sampler, "_ifmib_failed", None)
+    return calls
+
+
+def test_sampler_off_darwin_uses_psutil(monkeypatch, fake_psutil):
+    def no_ifmib(*a, **k):
+        raise AssertionError("IFMIB reader called off macOS")
+
+    monkeypatch.setattr(sampler.macos_counters, "read_counters", no_ifmib)
+    assert sampler.read_counters(platform="linux") == {"eth0": (10, 20)}
+    assert fake_psutil == [(True, False)]  # psutil's own unwrapping stays off
+
+
+def test_sampler_on_darwin_uses_ifmib(monkeypatch, fake_psutil):
+    monkeypatch.setattr(sampler.macos_counters, "read_counters",
+                        lambda: {"en2": (7_300_000_000_000, 1)})
+    assert sampler.read_counters(platform="darwin") == {"en2": (7_300_000_000_000, 1)}
+    assert fake_psutil == []
+
+
+def test_sampler_falls_back_to_psutil_once(monkeypatch, fake_psutil, caplog):
+    attempts = []
+
+    def failing():
+        attempts.append(1)
+        raise OSError(errno.EPERM, "sysctl 4.18.0.1.1: Operation not permitted")
+
+    monkeypatch.setattr(sampler.macos_counters, "read_counters", failing)
+    with caplog.at_level(logging.WARNING, logger=sampler.__name__):
+        first = sampler.read_counters(platform="darwin")
+        second = sampler.read_counters(platform="darwin")
+    assert first == second == {"eth0": (10, 20)}
+    assert attempts == [1]  # not tried again
+    warnings = [r for r in caplog.records if r.name == sampler.__name__]
+    assert len(warnings) == 1
+    assert "Operation not permitted" in warnings[0].getMessage()
+    assert "psutil" in warnings[0].getMessage()
+    assert "Operation not permitted" in sampler._ifmib_failed
