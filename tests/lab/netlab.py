@@ -162,25 +162,56 @@ class Lab:
             h.exec("ethtool", "-K", a, "tso", "off", "gso", "off", check=False)
         return h
 
-    def add_lan(self, hosts: list[Host]) -> list[str]:
-        """A second LAN (another bridge, 10.213.<net+1>.0/24) joining `hosts`, as when a
-        Thunderbolt cable is plugged in; returns each host's new interface name."""
+    def add_lan(self, hosts: list[Host], addresses: list[str] | None = None,
+                prefix: int = 24) -> list[str]:
+        """A second LAN (another bridge, by default 10.213.<net+1>.0/24) joining `hosts`,
+        as when a Thunderbolt cable is plugged in; returns each host's new interface name.
+        `addresses` (one per host, from 10.213.0.0/16) and `prefix` give other addresses,
+        e.g. the same /16 as LAN A for the ambiguous on-link case of 169.254/16 on a Mac.
+        The bridge and the hosts' ends live in the lab's namespaces: close() removes them."""
+        if addresses is not None and len(addresses) != len(hosts):
+            raise ValueError("one address per host")
+        for a in addresses or ():
+            if not a.startswith("10.213."):
+                raise ValueError(f"lab addresses come from 10.213.0.0/16, not {a}")
         br = f"xt{self.tag}b1"
         run("ip", "-n", self.br_ns, "link", "add", br, "type", "bridge")
         run("ip", "-n", self.br_ns, "link", "set", br, "up")
         names = []
-        for h in hosts:
+        for k, h in enumerate(hosts):
             i = self.hosts.index(h) + 1
             c, d = f"xt{self.tag}{i}c", f"xt{self.tag}{i}d"
+            addr = addresses[k] if addresses else f"10.213.{self.net + 1}.{i}"
             run("ip", "-n", h.ns, "link", "add", c, "type", "veth", "peer", "name", d)
             run("ip", "-n", h.ns, "link", "set", d, "netns", self.br_ns)
-            run("ip", "-n", h.ns, "addr", "add", f"10.213.{self.net + 1}.{i}/24", "brd", "+",
-                "dev", c)
+            run("ip", "-n", h.ns, "addr", "add", f"{addr}/{prefix}", "brd", "+", "dev", c)
             run("ip", "-n", h.ns, "link", "set", c, "up")
             run("ip", "-n", self.br_ns, "link", "set", d, "master", br)
             run("ip", "-n", self.br_ns, "link", "set", d, "up")
             names.append(c)
         return names
+
+    def readdress(self, host: Host, addr: str, prefix: int) -> None:
+        """Give a host's LAN-A interface another address and prefix (10.213.0.0/16 only);
+        its connected route is added anew, so it comes before any added later."""
+        if not addr.startswith("10.213."):
+            raise ValueError(f"lab addresses come from 10.213.0.0/16, not {addr}")
+        old = next(line.split()[3] for line in host.exec(
+            "ip", "-o", "-4", "addr", "show", "dev", host.veth).splitlines())
+        host.exec("ip", "addr", "del", old, "dev", host.veth)
+        host.exec("ip", "addr", "add", f"{addr}/{prefix}", "brd", "+", "dev", host.veth)
+        host.exec("ip", "route", "replace", "224.0.0.0/4", "dev", host.veth)
+        host.addr = addr
+
+    def leave_lan(self, host: Host) -> None:
+        """Take a host off LAN A: its veth is deleted (its bridge port goes with it)."""
+        host.exec("ip", "link", "del", host.veth)
+
+    def iface_counters(self, host: Host, iface: str) -> dict[str, int]:
+        """rx/tx bytes and packets of any interface of a host, read inside its namespace."""
+        out = host.exec("sh", "-c", f"cd /sys/class/net/{iface}/statistics && "
+                        "grep -H . rx_bytes tx_bytes rx_packets tx_packets")
+        return {k: int(v) for k, v in (line.split(":", 1) for line in out.split())}
 
     def close(self) -> None:
         for h in self.hosts:
