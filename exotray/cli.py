@@ -59,8 +59,8 @@ def _agent_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("agent", help="run the headless agent (measures, shares, serves the API)")
     p.add_argument("--name", help="this node's name (default: host name)")
     p.add_argument("--port", type=PORT,
-                   help=f"TCP and UDP port, 1..65535 (default {DEFAULT_PORT}); the capacity "
-                        "test listens on port+1")
+                   help=f"TCP and UDP port, 1..65535 (default {DEFAULT_PORT}); the agent's "
+                        "only fixed port")
     p.add_argument("--bind", help="address to listen on (default 0.0.0.0)")
     p.add_argument("--interval", type=float, help="sampling interval in seconds (default 1)")
     p.add_argument("--peer", action="append", default=[], metavar="HOST:PORT",

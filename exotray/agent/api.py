@@ -185,12 +185,14 @@ def create_app(agent: Agent) -> Starlette:
         if not isinstance(body, dict) or agent.captest is None or request.client is None:
             return _error(400, "expected {seconds, streams}")
         try:
-            grant = agent.captest.grant(request.client.host, body.get("seconds", 5),
-                                        body.get("streams", 4))
+            grant = await agent.captest.grant(request.client.host, body.get("seconds", 5),
+                                              body.get("streams", 4))
         except PermissionError as e:
             return _error(403, str(e))
         except captest.Busy as e:
             return _error(409, str(e))
+        except captest.PortUnavailable as e:
+            return _error(503, str(e))
         except (TypeError, ValueError):
             return _error(400, "seconds and streams must be numbers")
         return JSONResponse(grant)

@@ -5,11 +5,16 @@
     N TCP streams to B:P, "up":   A sends for S s, B counts and reports bytes/duration
     N TCP streams to B:P, "down": B sends for S s, A counts
 
+B listens on P only while the session it granted is open: an ephemeral port named in
+the grant (or `capacity_port` from the config, for firewalls that must name it), closed
+when the test finishes or expires. The agent's port is the only one always open.
+
 Each agent runs one test at a time (as initiator or responder): a second request is
 refused with a message naming the running test. A responder accepts only while a
 session it granted is open, only from the address that asked, only with the session's
-token, and never longer than the granted seconds; everything is bounded in time and
-bytes. Agents refuse all tests with `allow_capacity_tests = false`.
+token, never more connections per direction than the streams granted, and never longer
+than the granted seconds; everything is bounded in time and bytes. Agents refuse all
+tests with `allow_capacity_tests = false`.
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ class Busy(RuntimeError):
     pass
 
 
+class PortUnavailable(OSError):
+    """The session's listener cannot be opened (a fixed capacity_port that is taken)."""
+
+
 @dataclass
 class Session:
     token: str
@@ -52,14 +61,19 @@ class Session:
     up_bytes: int = 0
     up_first: float | None = None
     up_last: float | None = None
+    #: connections accepted per direction ("up", "down"): at most `streams` each
+    accepted: dict[str, int] | None = None
 
 
 class CapacityTester:
     """Both roles of the capacity test for one agent."""
 
-    def __init__(self, bind: str, port: int, allow: bool = True) -> None:
+    def __init__(self, bind: str, port: int | None = None, allow: bool = True) -> None:
         self.bind = bind
-        self.port = port
+        #: a fixed port for the sessions' listener (config capacity_port), else ephemeral
+        self.fixed_port = port or 0
+        #: the open session's listening port, None between sessions
+        self.port: int | None = None
         self.allow = allow
         self.busy_with: str | None = None
         self.session: Session | None = None
@@ -69,30 +83,36 @@ class CapacityTester:
         self._releasing: set[asyncio.Task] = set()
 
     # -- lifecycle ------------------------------------------------------------------------
-    async def start(self) -> None:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self.bind, self.port))
-        except OSError:
-            sock.close()
-            raise
-        sock.listen(64)
-        sock.setblocking(False)
-        self.port = sock.getsockname()[1]
-        self._server = await asyncio.start_server(self._accept, sock=sock)
-
     async def stop(self) -> None:
         if self._releasing:
             await asyncio.wait(self._releasing, timeout=2.5)
+        self._close_listener()
+
+    async def _listen(self) -> int:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.bind, self.fixed_port))
+        except OSError as e:
+            sock.close()
+            raise PortUnavailable(e.errno, f"cannot open the capacity test's port "
+                                  f"{self.bind}:{self.fixed_port}: {e.strerror}") from None
+        sock.listen(2 * MAX_STREAMS)
+        sock.setblocking(False)
+        self._server = await asyncio.start_server(self._accept, sock=sock)
+        self.port = sock.getsockname()[1]
+        return self.port
+
+    def _close_listener(self) -> None:
         if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
+            self._server.close()  # no new connections; running streams end by their bounds
             self._server = None
+        self.port = None
 
     # -- responder ------------------------------------------------------------------------
-    def grant(self, peer_host: str, seconds: float, streams: int) -> dict[str, Any]:
-        """Consent to a test from peer_host (HTTP API); raises Busy or PermissionError."""
+    async def grant(self, peer_host: str, seconds: float, streams: int) -> dict[str, Any]:
+        """Consent to a test from peer_host (HTTP API) and open the session's listener;
+        raises Busy, PermissionError or PortUnavailable."""
         if not self.allow:
             raise PermissionError("this agent does not take capacity tests "
                                   "(allow_capacity_tests = false)")
@@ -101,16 +121,22 @@ class CapacityTester:
         seconds = max(MIN_SECONDS, min(float(seconds), MAX_SECONDS))
         streams = max(MIN_STREAMS, min(int(streams), MAX_STREAMS))
         token = secrets.token_hex(16)
-        self.session = Session(token, peer_host, seconds, streams)
         self.busy_with = peer_host
+        try:
+            port = await self._listen()
+        except PortUnavailable:
+            self.busy_with = None
+            raise
+        self.session = Session(token, peer_host, seconds, streams, accepted={})
         # Up, down, and slack for connection set-up: the session cannot outlive this.
         asyncio.get_running_loop().call_later(2 * seconds + 10, self._expire, token)
-        return {"port": self.port, "token": token, "seconds": seconds, "streams": streams}
+        return {"port": port, "token": token, "seconds": seconds, "streams": streams}
 
     def _expire(self, token: str) -> None:
         if self.session is not None and self.session.token == token:
             self.session = None
             self.busy_with = None
+            self._close_listener()
 
     def finish(self, token: str) -> dict[str, Any] | None:
         """The initiator is done: report what arrived here and free the slot."""
@@ -119,6 +145,7 @@ class CapacityTester:
             return None
         self.session = None
         self.busy_with = None
+        self._close_listener()
         dur = (s.up_last - s.up_first) if s.up_first and s.up_last else 0.0
         return {"up_bytes": s.up_bytes, "up_seconds": dur}
 
@@ -137,9 +164,15 @@ class CapacityTester:
                 str(hdr.get("token", "")), s.token
             ):
                 return
-            if hdr.get("dir") == "up":
+            direction = hdr.get("dir")
+            if direction not in ("up", "down") or s.accepted is None:
+                return
+            if s.accepted.get(direction, 0) >= s.streams:
+                return  # no more connections than the streams granted
+            s.accepted[direction] = s.accepted.get(direction, 0) + 1
+            if direction == "up":
                 await self._receive(reader, s)
-            elif hdr.get("dir") == "down":
+            else:
                 await self._send(writer, s.seconds)
         except (TimeoutError, OSError, asyncio.IncompleteReadError):
             pass

@@ -1131,15 +1131,9 @@ class Agent:
             key=self.key,
         )
         self.probe.open(s.bind, self.port, sock=udp)
-        self.captest = CapacityTester(s.bind, s.capacity_port or self.port + 1,
+        # Listens only during a consented test, on an ephemeral port (or capacity_port).
+        self.captest = CapacityTester(s.bind, s.capacity_port or None,
                                       allow=s.allow_capacity_tests)
-        try:
-            await self.captest.start()
-        except OSError as e:
-            log.warning("capacity test port %d is taken (%s); using a free port",
-                        s.capacity_port or self.port + 1, e.strerror)
-            self.captest.port = 0
-            await self.captest.start()
         self.http = httpx.AsyncClient(
             timeout=httpx.Timeout(2.0, connect=1.0),
             limits=httpx.Limits(max_connections=256, max_keepalive_connections=128),

@@ -49,7 +49,8 @@ class Settings:
     notify_peers: bool = True
     #: answer other agents' active capacity tests (a bounded bulk TCP transfer)
     allow_capacity_tests: bool = True
-    #: TCP port of the capacity test (0: the agent's port + 1)
+    #: TCP port a capacity test's responder listens on, only during a consented test
+    #: (0: an ephemeral port, named in the consent)
     capacity_port: int = 0
     #: warn (once) when a `capacity` interface has not appeared this long after start
     capacity_warn_after: float = 60.0
@@ -61,6 +62,9 @@ class Settings:
         self._check_types()
         if not 0 <= self.port <= 65535:
             raise SettingsError(f"port {self.port} is not in 0..65535")
+        if not 0 <= self.capacity_port <= 65535:
+            raise SettingsError(f"capacity_port {self.capacity_port} is not in 0..65535 "
+                                "(0: an ephemeral port per test)")
         for name in ("interval", "sustain", "clear", "cooldown", "down_after",
                      "capacity_warn_after"):
             v = getattr(self, name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
@@ -139,3 +140,56 @@ def test_measure_bounds_are_checked_by_the_agent_too(trio):
         r = httpx.post(a.url + "/v1/control/measure", json=body, trust_env=False,
                        headers={"authorization": f"Bearer {tok}"})
         assert r.status_code == 400 and msg in r.json()["error"]
+
+
+def _listening(pid: int) -> set[int]:
+    import psutil
+
+    return {c.laddr.port for c in psutil.Process(pid).net_connections(kind="tcp")
+            if c.status == psutil.CONN_LISTEN}
+
+
+def test_one_fixed_port_consecutive_agents_and_a_listener_only_per_test(tmp_path):
+    """The agent's port is its only fixed one: agents on consecutive ports run side by
+    side, and the capacity listener exists only while a consented test is open."""
+    base = free_port()
+    port_b = base + 1
+    try:
+        with socket.socket() as t:
+            t.bind(("127.0.0.1", port_b))
+    except OSError:
+        pytest.skip(f"port {port_b} is taken on this machine right now")
+    a = AgentProc(tmp_path, "a", base, [port_b])
+    b = AgentProc(tmp_path, "b", port_b, [base])
+    try:
+        a.wait_ready()
+        b.wait_ready()  # was "Address already in use": a's capacity port was b's port
+        assert _listening(b.proc.pid) == {port_b}
+        r = httpx.post(b.url + "/v1/capacity/session", json={"seconds": 1, "streams": 1},
+                       timeout=5, trust_env=False)
+        assert r.status_code == 200, r.text
+        grant = r.json()
+        assert grant["port"] not in (base, port_b)
+        assert _listening(b.proc.pid) == {port_b, grant["port"]}
+
+        header = (json.dumps({"token": grant["token"], "dir": "down"}) + "\n").encode()
+        first = socket.create_connection(("127.0.0.1", grant["port"]), timeout=5)
+        first.sendall(header)
+        assert first.recv(1024)  # the granted stream gets data
+        extra = socket.create_connection(("127.0.0.1", grant["port"]), timeout=5)
+        extra.sendall(header)
+        extra.settimeout(5)
+        assert extra.recv(1024) == b""  # a second stream beyond the one granted: closed
+        extra.close()
+        first.close()
+
+        r = httpx.post(b.url + "/v1/capacity/finish", json={"token": grant["token"]},
+                       timeout=5, trust_env=False)
+        assert r.status_code == 200
+        assert wait_for(lambda: _listening(b.proc.pid) == {port_b}, 5)
+        # and a real test still works between them
+        assert _measure(a, "b").status_code == 200
+        assert _listening(b.proc.pid) == {port_b}
+    finally:
+        a.close()
+        b.close()

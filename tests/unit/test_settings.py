@@ -301,3 +301,9 @@ def test_load_file_errors(
         path.write_bytes(content)
     with pytest.raises(SettingsError, match=match):
         load_file(path)
+
+
+@pytest.mark.parametrize("port", [-1, 65536, 99999])
+def test_capacity_port_out_of_range_is_a_settings_error(port):
+    with pytest.raises(SettingsError, match="capacity_port"):
+        Settings(capacity_port=port).validate()
