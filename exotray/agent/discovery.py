@@ -28,13 +28,13 @@ from zeroconf import IPVersion, ServiceStateChange, Zeroconf
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
 from exotray import PROTO, __version__
+from exotray.core.schema import unsafe_char
 
 log = logging.getLogger(__name__)
 
 SERVICE_TYPE = "_exotray._tcp.local."
 MAX_TXT_BYTES = 512
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-_NAME_RE = re.compile(r"^[^\x00-\x1f\x7f]{1,64}$")
 
 
 @dataclass(frozen=True)
@@ -99,8 +99,11 @@ def parse_record(
         raise RecordRejected("bad_id", repr(peer_id)[:70])
     if peer_id == own_id:
         raise RecordRejected("spoofed_id", f"{service} claims our id {own_id}")
-    if name is None or not _NAME_RE.match(name):
+    if name is None or not 1 <= len(name) <= 64:
         raise RecordRejected("bad_txt", f"name {name!r}"[:80])
+    why = unsafe_char(name)  # the same rule as a snapshot's names: shown as plain text
+    if why is not None:
+        raise RecordRejected("bad_txt", f"name {name!r} contains {why}"[:120])
     try:
         proto = int(proto_text or "")
     except ValueError:

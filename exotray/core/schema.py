@@ -2,16 +2,19 @@
 
 A peer's snapshot is untrusted input: it is size-capped, parsed by pydantic's JSON
 parser (no NaN or Infinity, bounded nesting), checked against this schema (types,
-finite non-negative numbers, bounded lengths), and refused when it claims our own id.
+finite non-negative numbers, bounded lengths, names free of control, format and
+separator characters: the UI shows them), and refused when it claims our own id.
 Every refusal is a `SnapshotRejected` with a short machine-readable reason.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Literal
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
 from exotray.core.capacity import SOURCES
 
@@ -28,6 +31,7 @@ REJECT_REASONS = (
     "not_object",  # JSON, but not an object
     "schema_version",  # unknown or missing schema version
     "invalid",  # does not match the schema
+    "unsafe_text",  # a name, label or version with control, format or separator characters
     "own_id",  # claims to be us
     "id_mismatch",  # not the node we expected at that address
 )
@@ -41,9 +45,43 @@ class SnapshotRejected(ValueError):
         self.detail = detail
 
 
+#: Unicode categories refused in text that peers control and we show: controls (Cc),
+#: format characters (Cf: bidi overrides such as U+202E that turn "exe.gnp" into
+#: "png.exe", U+200F, U+2066…, zero-width and invisible ones), line and paragraph
+#: separators (Zl, Zp: U+2028, U+2029) and surrogates (Cs).
+UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+#: format characters that scripts need inside ordinary words (Persian, Indic scripts,
+#: emoji sequences): zero-width non-joiner and joiner. They join or separate letters,
+#: they reorder and hide nothing.
+_ALLOWED_FORMAT = frozenset({"\u200c", "\u200d"})
+_CATEGORY_WORDS = {"Cc": "a control character", "Cf": "a format character",
+                   "Cs": "a surrogate", "Zl": "a line separator", "Zp": "a paragraph separator"}
+
+
+def unsafe_char(text: str) -> str | None:
+    """Why `text` must not be shown as a name ("U+202E, a format character"), or None
+    when it is fine. Shared with mDNS discovery's check of a record's name."""
+    for ch in text:
+        if ch in _ALLOWED_FORMAT:
+            continue
+        cat = unicodedata.category(ch)
+        if cat in UNSAFE_CATEGORIES:
+            return f"U+{ord(ch):04X}, {_CATEGORY_WORDS[cat]}"
+    return None
+
+
+def _safe_text(text: str) -> str:
+    why = unsafe_char(text)
+    if why is not None:
+        raise PydanticCustomError("unsafe_text", "contains {why}", {"why": why})
+    return text
+
+
 Rate = Annotated[float, Field(ge=0, le=1e13, allow_inf_nan=False)]  # <= 80 Tbit/s
 Ms = Annotated[float, Field(ge=0, le=3_600_000, allow_inf_nan=False)]
-Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
+Name = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_safe_text)]
+Version = Annotated[str, Field(max_length=32), AfterValidator(_safe_text)]
+Stamp = Annotated[str, Field(max_length=40), AfterValidator(_safe_text)]
 Ident = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")]
 Address = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[0-9A-Fa-f.:%a-z0-9-]+$")]
 
@@ -55,7 +93,7 @@ class _Model(BaseModel):
 class Node(_Model):
     id: Ident
     name: Name
-    version: Annotated[str, Field(max_length=32, pattern=r"^[^\x00-\x1f\x7f]*$")]
+    version: Version
 
 
 class Interface(_Model):
@@ -68,7 +106,7 @@ class Interface(_Model):
     tx_bytes_per_s: Rate | None
     capacity_bytes_per_s: Rate | None
     capacity_source: Literal[CAPACITY_SOURCES]  # type: ignore[valid-type]
-    capacity_measured_at: Annotated[str, Field(max_length=40)] | None = None
+    capacity_measured_at: Stamp | None = None
 
 
 class Link(_Model):
@@ -128,7 +166,8 @@ def parse_snapshot(
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise SnapshotRejected("invalid", f"{where}: {first['msg']}"[:200]) from None
+        reason = "unsafe_text" if first["type"] == "unsafe_text" else "invalid"
+        raise SnapshotRejected(reason, f"{where}: {first['msg']}"[:200]) from None
     if own_id is not None and snap.node.id == own_id:
         raise SnapshotRejected("own_id", snap.node.id)
     if expected_id is not None and snap.node.id != expected_id:

@@ -187,10 +187,6 @@ INVALID = [
     ("utilization-negative", _set("links.0.utilization", -0.01)),
     ("interval-zero", _set("interval_s", 0)),
     ("data-age-negative", _set("data_age_s", -1)),
-    ("control-char-in-node-name", _set("node.name", "studio\x1b[2J")),
-    ("newline-in-interface-name", _set("interfaces.0.name", "en0\n")),
-    ("nul-in-label", _set("interfaces.0.label", "Thunder\x00bolt")),
-    ("del-in-peer-name", _set("links.0.peer_name", "mbp\x7f")),
     ("65-char-name", _set("node.name", "x" * 65)),
     ("empty-name", _set("node.name", "")),
     ("bad-chars-in-id", _set("node.id", "studio 2")),
@@ -207,6 +203,26 @@ INVALID = [
     ("null-node", _set("node", None)),
     ("null-link", _set("links.0", None)),
     ("null-peer-port", _set("links.0.peer_port", None)),
+]
+
+
+#: text a peer controls and the UI shows, with characters that are not plain text:
+#: terminal escapes and controls (Cc), bidi overrides and other format characters (Cf,
+#: "exe.gnp" shown as "png.exe"), line and paragraph separators (Zl, Zp)
+UNSAFE = [
+    ("control-char-in-node-name", _set("node.name", "studio\x1b[2J")),
+    ("newline-in-interface-name", _set("interfaces.0.name", "en0\n")),
+    ("nul-in-label", _set("interfaces.0.label", "Thunder\x00bolt")),
+    ("del-in-peer-name", _set("links.0.peer_name", "mbp\x7f")),
+    ("c1-control-in-node-name", _set("node.name", "studio\x9b2J")),
+    ("rlo-in-node-name", _set("node.name", "studio-\u202eexe.gnp")),
+    ("rlm-in-peer-name", _set("links.0.peer_name", "mbp\u200f")),
+    ("isolate-in-label", _set("interfaces.0.label", "\u2066Ethernet\u2069")),
+    ("bom-in-local-label", _set("links.0.local_label", "\ufeffThunderbolt")),
+    ("line-separator-in-local-interface", _set("links.0.local_interface", "en0\u2028en1")),
+    ("paragraph-separator-in-name", _set("node.name", "a\u2029b")),
+    ("rlo-in-version", _set("node.version", "0.1.0\u202e")),
+    ("control-in-capacity-stamp", _set("interfaces.0.capacity_measured_at", "2024\x1b")),
 ]
 
 
@@ -262,6 +278,10 @@ REJECTIONS = [
     *[
         pytest.param(_invalid_raw(name, m), {}, "invalid", id=f"invalid-{name}")
         for name, m in INVALID
+    ],
+    *[
+        pytest.param(_invalid_raw(name, m), {}, "unsafe_text", id=f"unsafe_text-{name}")
+        for name, m in UNSAFE
     ],
     pytest.param(encode(realistic()), {"own_id": PEER_ID}, "own_id", id="own_id"),
     pytest.param(
@@ -330,3 +350,27 @@ def test_own_and_expected_id_pass_when_matching() -> None:
 def test_size_cap_is_inclusive() -> None:
     raw = encode(realistic())
     assert parse_snapshot(raw, max_bytes=len(raw)).node.id == PEER_ID
+
+
+def test_unsafe_text_says_where_and_which_character() -> None:
+    d = realistic()
+    d["links"][0]["peer_name"] = "update\u202egpj.exe"
+    with pytest.raises(SnapshotRejected) as info:
+        parse_snapshot(encode(d))
+    assert info.value.reason == "unsafe_text"
+    assert info.value.detail == "links.0.peer_name: contains U+202E, a format character"
+
+
+@pytest.mark.parametrize("name", [
+    "studio-2", "Mac Studio de Zoë", "工作站", "Küche · studio", "Ελένη’s MacBook",
+    "<b>x</b> & y", "studio 2 (rack)",
+    "کامپیوتر\u200cمن",  # Persian: the zero-width non-joiner belongs inside words
+    "👩\u200d💻 lab",  # an emoji sequence joined with U+200D
+])
+def test_ordinary_unicode_names_stay_valid(name: str) -> None:
+    d = realistic()
+    d["node"]["name"] = name
+    d["links"][0]["peer_name"] = name
+    d["interfaces"][0]["label"] = name
+    snap = parse_snapshot(encode(d))
+    assert snap.node.name == snap.links[0].peer_name == snap.interfaces[0].label == name
