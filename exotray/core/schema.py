@@ -129,7 +129,8 @@ class Link(_Model):
     tx_bytes_per_s: Rate | None
     capacity_bytes_per_s: Rate | None
     capacity_source: Literal[CAPACITY_SOURCES] = "unknown"  # type: ignore[valid-type]
-    utilization: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] | None
+    # Above 1 is real (traffic above a user-given capacity): bounded only as the rates are.
+    utilization: Annotated[float, Field(ge=0, le=1e13, allow_inf_nan=False)] | None
 
 
 class Snapshot(_Model):

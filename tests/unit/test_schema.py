@@ -314,6 +314,11 @@ def test_every_reject_reason_is_covered() -> None:
             lambda s: s.links[0].utilization == 1.4,
             id="utilization-above-1-allowed",
         ),
+        pytest.param(  # 17414 %: loopback traffic far above a 40 Mbit/s override (the demo)
+            _set("links.0.utilization", 174.14),
+            lambda s: s.links[0].utilization == 174.14,
+            id="utilization-far-over-a-small-override-allowed",
+        ),
         pytest.param(_set("links", []), lambda s: len(s.links) == 0, id="no-links"),
         pytest.param(_set("interfaces", []), lambda s: len(s.interfaces) == 0, id="no-interfaces"),
         pytest.param(
