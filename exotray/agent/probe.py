@@ -53,6 +53,48 @@ SCM_TIMESTAMP_DARWIN = 0x02
 SOL_SOCKET_LINUX = 1
 SOL_SOCKET_DARWIN = 0xFFFF
 
+# Choosing the outgoing interface per datagram (issue 16.3): sendmsg with an IP_PKTINFO
+# control message, struct in_pktinfo {int ipi_ifindex; struct in_addr ipi_spec_dst;
+# struct in_addr ipi_addr} (12 bytes, the same layout on both kernels). Linux numbers it
+# 8; xnu 26 (IP_PKTINFO, also IP_RECVPKTINFO), honoured on UDP sendmsg by
+# udp_check_pktinfo, where a non-zero ipi_ifindex takes precedence over ipi_spec_dst.
+# Received datagrams carry the same message (after setsockopt IP_PKTINFO / IP_RECVPKTINFO
+# = 1): the interface a probe arrived on, so the reflector can answer through it.
+IP_PKTINFO_LINUX = 8
+IP_PKTINFO_DARWIN = 26
+_PKTINFO = struct.Struct("=I4s4s")
+
+
+def ip_pktinfo_type(platform: str = sys.platform) -> int | None:
+    if platform.startswith("linux"):
+        return IP_PKTINFO_LINUX
+    if platform == "darwin":
+        return IP_PKTINFO_DARWIN
+    return None
+
+
+def pktinfo_cmsg(ifindex: int, spec_dst: str = "0.0.0.0",
+                 platform: str = sys.platform) -> tuple[int, int, bytes]:
+    """The (level, type, data) control message that sends a datagram out of interface
+    `ifindex` (from `spec_dst`, when not 0.0.0.0 and the kernel uses it)."""
+    type_ = ip_pktinfo_type(platform)
+    if type_ is None:
+        raise OSError(f"no IP_PKTINFO on {platform}")
+    data = _PKTINFO.pack(ifindex, socket.inet_aton(spec_dst), b"\0\0\0\0")
+    return (socket.IPPROTO_IP, type_, data)
+
+
+def parse_pktinfo(anc: list[tuple[int, int, bytes]],
+                  platform: str = sys.platform) -> tuple[int, str] | None:
+    """(interface index, local address) of a received datagram's IP_PKTINFO, or None."""
+    type_ = ip_pktinfo_type(platform)
+    for level, t, cdata in anc:
+        if level == socket.IPPROTO_IP and t == type_ and len(cdata) >= _PKTINFO.size:
+            ifindex, spec_dst, _addr = _PKTINFO.unpack(cdata[:_PKTINFO.size])
+            return ifindex, socket.inet_ntoa(spec_dst)
+    return None
+
+
 #: reflector budget per source address: sustained probes per second and burst
 REFLECT_RATE = 200.0
 REFLECT_BURST = 400.0
@@ -63,6 +105,8 @@ _MAX_REFLECT_DELAY_NS = 1_000_000_000
 _CLOCK_SLACK_NS = 20_000_000
 
 Target = tuple[str, int]
+#: room for a timestamp (16 bytes) and an in_pktinfo (12 bytes) control message
+_ANC_SPACE = socket.CMSG_SPACE(16) + socket.CMSG_SPACE(12)
 
 
 def kernel_rx_ns(anc: list[tuple[int, int, bytes]], mode: str,
@@ -165,8 +209,12 @@ class ProbeSocket:
         timeout_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
         key: bytes | None = None,
+        reply_via: Callable[[str, int], int | None] | None = None,
     ) -> None:
         self.key = key
+        #: (requester's address, arrival interface index) -> the interface index to
+        #: answer through, or None for the route table's choice (see onlink.py)
+        self.reply_via = reply_via
         self.on_reply = on_reply
         self.on_lost = on_lost
         self.timeout_s = timeout_s
@@ -177,12 +225,16 @@ class ProbeSocket:
         self._pending: OrderedDict[int, _Pending] = OrderedDict()
         self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
         self._kernel_ts: str | None = None
+        self._pktinfo = False
         self._warned_no_stamp = False
         #: probes refused in a row by sendto with EHOSTUNREACH (reset by a send that works)
         self.hostunreach_streak = 0
         self.counters: dict[str, int] = {
             "probes_sent": 0,
             "probe_send_errors": 0,
+            # probes sent, and requests answered, through an interface we chose
+            "probes_sent_pinned": 0,
+            "replies_sent_pinned": 0,
             "replies_received": 0,
             "probes_lost": 0,
             "replies_late": 0,
@@ -219,9 +271,18 @@ class ProbeSocket:
                 self._kernel_ts = "us"
             except OSError as e:
                 log.info("no kernel receive timestamps (%s); using user-space time", e)
+        type_ = ip_pktinfo_type()
+        if type_ is not None:
+            try:  # the arrival interface of each datagram (IP_RECVPKTINFO on macOS)
+                sock.setsockopt(socket.IPPROTO_IP, type_, 1)
+                self._pktinfo = True
+            except OSError as e:
+                log.info("no IP_PKTINFO on the probe socket (%s); replies use the routes", e)
         self.sock = sock
         #: how probes leave (the socket's sendto; the seam for OS refusals in tests)
         self.send_datagram: Callable[[bytes, Target], int] = sock.sendto
+        #: how probes leave through a chosen interface (index)
+        self.send_datagram_via: Callable[[bytes, Target, int], int] = self._sendmsg_via
         self._loop = asyncio.get_running_loop()
         self._loop.add_reader(sock.fileno(), self._readable)
 
@@ -237,15 +298,26 @@ class ProbeSocket:
             self.sock = None
 
     # -- sending ---------------------------------------------------------------------
-    def send(self, target: Target) -> None:
-        """Send one probe to target; a send error counts as an immediate loss."""
+    def _sendmsg_via(self, data: bytes, target: Target, ifindex: int,
+                     spec_dst: str = "0.0.0.0") -> int:
+        assert self.sock is not None
+        return self.sock.sendmsg([data], [pktinfo_cmsg(ifindex, spec_dst)], 0, target)
+
+    def send(self, target: Target, ifindex: int | None = None) -> float | None:
+        """Send one probe to target, through interface `ifindex` when given (else as the
+        routes say); a send error counts as an immediate loss. Returns the send time
+        (the `sent_at` its reply or loss will be reported with), None if it did not leave."""
         assert self.sock is not None
         self._seq = (self._seq + 1) & 0xFFFF_FFFF_FFFF_FFFF
         seq = self._seq
         now = self.clock()
         t1 = time.time_ns()
+        data = seal(self.key, encode(Probe(REQUEST, seq, t1, 0, 0)))
         try:
-            self.send_datagram(seal(self.key, encode(Probe(REQUEST, seq, t1, 0, 0))), target)
+            if ifindex is None:
+                self.send_datagram(data, target)
+            else:
+                self.send_datagram_via(data, target, ifindex)
         except OSError as e:
             # Unreachable network, interface down, buffer full: the link learns it as loss.
             self.counters["probe_send_errors"] += 1
@@ -254,10 +326,13 @@ class ProbeSocket:
                 self.hostunreach_streak += 1
             log.debug("probe to %s:%d not sent: %s", target[0], target[1], e)
             self.on_lost(target, now)
-            return
+            return None
         self.counters["probes_sent"] += 1
+        if ifindex is not None:
+            self.counters["probes_sent_pinned"] += 1
         self.hostunreach_streak = 0
         self._pending[seq] = _Pending(target, t1, now)
+        return now
 
     def expire(self) -> None:
         """Resolve probes older than the timeout as lost (oldest first)."""
@@ -282,15 +357,15 @@ class ProbeSocket:
             return
         for _ in range(256):  # bounded, so a flood cannot starve the loop
             try:
-                data, anc, _flags, addr = sock.recvmsg(PROBE_LEN + TAG_LEN + 1,
-                                                       socket.CMSG_SPACE(16))
+                data, anc, _flags, addr = sock.recvmsg(PROBE_LEN + TAG_LEN + 1, _ANC_SPACE)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
                 # e.g. ECONNREFUSED queued by an ICMP port unreachable: nothing to read
                 log.debug("probe socket: %s", e)
                 continue
-            self.datagram(data, addr, self._rx_time(anc))
+            arrived = parse_pktinfo(anc) if self._pktinfo else None
+            self.datagram(data, addr, self._rx_time(anc), arrived)
 
     def _rx_time(self, anc: list) -> int:
         if self._kernel_ts is not None:
@@ -305,8 +380,10 @@ class ProbeSocket:
         self.counters["rx_user_stamped"] += 1
         return time.time_ns()
 
-    def datagram(self, data: bytes, addr: tuple, rx_ns: int) -> None:
-        """Handle one received datagram (public so tests can feed it directly)."""
+    def datagram(self, data: bytes, addr: tuple, rx_ns: int,
+                 arrived: tuple[int, str] | None = None) -> None:
+        """Handle one received datagram (public so tests can feed it directly);
+        `arrived` is (interface index, local address) from IP_PKTINFO."""
         try:
             p = decode(unseal(self.key, data))
         except ProbeError as e:
@@ -314,7 +391,7 @@ class ProbeSocket:
                           else "datagrams_malformed"] += 1
             return
         if p.type == REQUEST:
-            self._reflect(p, addr, rx_ns)
+            self._reflect(p, addr, rx_ns, arrived)
         else:
             self._reply(p, addr, rx_ns)
 
@@ -334,7 +411,8 @@ class ProbeSocket:
         b.tokens -= 1
         return True
 
-    def _reflect(self, p: Probe, addr: tuple, rx_ns: int) -> None:
+    def _reflect(self, p: Probe, addr: tuple, rx_ns: int,
+                 arrived: tuple[int, str] | None = None) -> None:
         if p.t2 or p.t3:
             self.counters["datagrams_malformed"] += 1
             return
@@ -343,8 +421,18 @@ class ProbeSocket:
             return
         assert self.sock is not None
         out = seal(self.key, encode(Probe(REPLY, p.seq, p.t1, rx_ns, time.time_ns())))
+        via = None
+        if arrived is not None and self.reply_via is not None:
+            via = self.reply_via(addr[0], arrived[0])
         try:
-            self.sock.sendto(out, addr)
+            if via is None:
+                self.sock.sendto(out, addr)
+            else:
+                # Through the interface the request came in on, from the address it was
+                # sent to: the route table may pick another interface for an on-link
+                # network that two interfaces share (169.254/16 on a Mac).
+                self._sendmsg_via(out, addr, via, arrived[1] if arrived else "0.0.0.0")
+                self.counters["replies_sent_pinned"] += 1
             self.counters["requests_reflected"] += 1
         except OSError as e:
             log.debug("reflect to %s failed: %s", addr, e)

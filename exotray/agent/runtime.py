@@ -36,7 +36,8 @@ import httpx
 import uvicorn
 
 from exotray import PROTO, __version__
-from exotray.agent import control, sampler
+from exotray.agent import control, onlink, sampler
+from exotray.agent.bound_http import bind_options, bound_transport
 from exotray.agent.captest import CapacityTester
 from exotray.agent.discovery import Discovery, PeerRecord
 from exotray.agent.interfaces import InterfaceClassifier, mdns_by_default
@@ -108,6 +109,8 @@ class Link:
     up: bool = False
     local_interface: str | None = None
     route_checked: float = -1e9
+    #: on-link attribution and the interface probes leave through (onlink.py)
+    path: onlink.Path = field(default_factory=onlink.Path)
 
 
 @dataclass
@@ -314,6 +317,11 @@ class Agent:
         self.port = settings.port
         self.probe: ProbeSocket | None = None
         self.http: httpx.AsyncClient | None = None
+        #: clients whose connections leave through one interface: (name, index) -> client
+        self._http_via: dict[tuple[str, int], httpx.AsyncClient] = {}
+        self._ifindex = onlink.IfIndex()
+        self._reply_via_cache: dict[tuple[str, int], int | None] = {}
+        self._reply_via_for: object = None
         self._server: _Server | None = None
         self.discovery: Discovery | None = None
         self._fetching: dict[str, asyncio.Task] = {}
@@ -425,11 +433,74 @@ class Agent:
             self._route(link, self.clock())
         return link
 
-    def _route(self, link: Link, now: float) -> None:
-        """Attribute the link to the local interface the kernel would send it from."""
+    def _route(self, link: Link, now: float, recheck: bool = False) -> None:
+        """Attribute the link to a local interface: the one that has the peer on-link
+        (found by probing when several have), else the one the route table sends from.
+        `recheck`: interfaces or addresses changed, so search an ambiguous link again."""
         link.route_checked = now
         src = sampler.source_address(link.target[0])
-        link.local_interface = sampler.interface_of(src, self.nics)
+        routed = sampler.interface_of(src, self.nics)
+        path = link.path
+        changed = path.update(onlink.candidates(link.target[0], self.nics), routed)
+        if not changed and recheck:
+            path.recheck()
+        link.local_interface = path.interface
+        if changed and path.onlink and (len(path.candidates) > 1 or path.interface != routed):
+            log.info("link to %s: on-link on %s (routes say %s): %s", link.target[0],
+                     ", ".join(path.candidates), routed or "none",
+                     "searching" if path.searching else f"through {path.interface}")
+
+    def _send_probe(self, link: Link) -> None:
+        """One probe, through the link's on-link interface when it has one."""
+        probe = self.probe
+        assert probe is not None
+        iface = link.path.via()
+        index = self._ifindex.index(iface, self.nics) if iface is not None else None
+        if iface is not None and index is None:
+            link.route_checked = -1e9  # gone: the next full sample looks again
+        sent_at = probe.send(link.target, index)
+        if sent_at is not None:
+            link.path.sent(sent_at, iface if index is not None else None)
+        elif index is not None:
+            link.route_checked = -1e9  # e.g. the interface was re-created (a new index)
+
+    def _reply_via(self, src: str, index: int) -> int | None:
+        """The reflector's choice: answer an on-link requester through the interface its
+        request arrived on (onlink.reply_through), else as the routes say."""
+        if self._reply_via_for is not self.nics:
+            self._reply_via_for = self.nics
+            self._reply_via_cache = {}
+        key = (src, index)
+        if key not in self._reply_via_cache:
+            if len(self._reply_via_cache) > 1024:
+                self._reply_via_cache.clear()
+            name = self._ifindex.name(index, self.nics)
+            self._reply_via_cache[key] = (
+                index if onlink.reply_through(src, name, self.nics) else None)
+        return self._reply_via_cache[key]
+
+    def _client_for(self, link: Link | None) -> httpx.AsyncClient:
+        """The shared client, or for a link pinned to an on-link interface one whose
+        connections leave through that interface (bound_http.py)."""
+        assert self.http is not None
+        iface = link.path.pinned if link is not None and link.path.onlink else None
+        if iface is None:
+            return self.http
+        index = self._ifindex.index(iface, self.nics)
+        options = bind_options(iface, index or 0, self.platform)
+        if index is None or not options:
+            return self.http
+        client = self._http_via.get((iface, index))
+        if client is None:
+            for key in [k for k in self._http_via if k[0] == iface]:
+                old = self._http_via.pop(key)  # the interface was re-created
+                asyncio.get_running_loop().create_task(old.aclose())
+            client = self._http_via[(iface, index)] = httpx.AsyncClient(
+                transport=bound_transport(options, httpx.Limits(max_connections=64,
+                                                                max_keepalive_connections=32)),
+                timeout=self.http.timeout, headers=self.http.headers, trust_env=False,
+            )
+        return client
 
     async def _resolve_peers(self) -> None:
         loop = asyncio.get_running_loop()
@@ -484,7 +555,7 @@ class Agent:
         for link in self.links.values():
             if link.first_probe is None:
                 link.first_probe = now
-            probe.send(link.target)
+            self._send_probe(link)
         self._update_liveness(now)
 
     def _update_liveness(self, now: float) -> None:
@@ -493,9 +564,12 @@ class Agent:
         limit = self.settings.down_after * self.interval
         up_peers: set[int] = set()
         for link in self.links.values():
+            was_up = link.up
             link.up = link.last_reply is not None and now - link.last_reply < limit
             if link.up:
                 up_peers.add(id(link.peer))
+            elif was_up:
+                link.path.recheck()  # an ambiguous on-link peer may now be elsewhere
         for peer in list(self.peers.values()):
             is_up = id(peer) in up_peers
             if is_up != peer.was_up:
@@ -520,6 +594,11 @@ class Agent:
         if link is None:
             return
         link.rtt.reply(sent_at, rtt_ms)
+        pinned = link.path.replied(sent_at)
+        if pinned is not None:
+            link.local_interface = pinned
+            log.info("link to %s: answers through %s (on-link on %s)", target[0], pinned,
+                     ", ".join(link.path.candidates))
         now = self.clock()
         if link.last_reply is None or now > link.last_reply:
             link.last_reply = now
@@ -568,7 +647,7 @@ class Agent:
                 st.rate = rates.get(name, st.rate if name in counters else None)
         for link in self.links.values():
             if full and (addresses_changed or now - link.route_checked >= ROUTE_REFRESH_S):
-                self._route(link, now)
+                self._route(link, now, recheck=addresses_changed)
             self._detect(link, t)
         if full:
             for st in self.ifaces.values():
@@ -764,8 +843,9 @@ class Agent:
         addr, port = self._fetch_target(peer)
         url = f"http://{addr}:{port}/v1/snapshot"
         try:
+            client = self._client_for(self.links.get((addr, port)))
             async with asyncio.timeout(max(0.5, min(2.0, self.interval))):
-                async with self.http.stream("GET", url) as resp:
+                async with client.stream("GET", url) as resp:
                     if resp.status_code != 200:
                         raise httpx.HTTPStatusError(
                             f"HTTP {resp.status_code}", request=resp.request, response=resp
@@ -1128,7 +1208,7 @@ class Agent:
         self.port = tcp.getsockname()[1]
         self.probe = ProbeSocket(
             self._on_reply, self._on_lost, timeout_s=max(1.0, self.interval), clock=self.clock,
-            key=self.key,
+            key=self.key, reply_via=self._reply_via,
         )
         self.probe.open(s.bind, self.port, sock=udp)
         # Listens only during a consented test, on an ephemeral port (or capacity_port).
@@ -1218,6 +1298,9 @@ class Agent:
             await self.captest.stop()
         if self.http is not None:
             await self.http.aclose()
+        for client in self._http_via.values():
+            await client.aclose()
+        self._http_via = {}
         if self._events_file is not None and self._events_file is not sys.stdout:
             self._events_file.close()
         self._events_file = None
