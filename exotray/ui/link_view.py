@@ -116,9 +116,12 @@ class LinkDetails(QWidget):
         self.redraw_count = 0
 
         # -- header: title, state, range switch ---------------------------------------
-        self._title = QLabel("No link selected")
+        # Every label here may show text from a peer's snapshot (its name, its
+        # interfaces' names and labels): plain text, never rich text, which would load
+        # <img src=...> from any path (issue 18: /dev/zero took 2 GB, a FIFO hung the UI).
+        self._title = _plain(QLabel("No link selected"))
         self._title.setObjectName("title")
-        self._state = QLabel("")
+        self._state = _plain(QLabel(""))
         self._state.setObjectName("state")
         self._range_group = QButtonGroup(self)
         self._range_group.setExclusive(True)
@@ -209,9 +212,9 @@ class LinkDetails(QWidget):
             if key in ("jitter_ms", "rx_bytes_per_s", "utilization"):
                 grid.addWidget(_rule(), row, 0, 1, 2)
                 row += 1
-            cap = QLabel(caption)
+            cap = _plain(QLabel(caption))
             cap.setProperty("role", "caption")
-            value = QLabel(fmt.DASH)
+            value = _plain(QLabel(fmt.DASH))
             value.setProperty("role", "value")
             value.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -227,10 +230,10 @@ class LinkDetails(QWidget):
                 row += 1
         grid.addWidget(_rule(), row, 0, 1, 2)
         row += 1
-        self._interface = QLabel(fmt.DASH)
+        self._interface = _plain(QLabel(fmt.DASH))
         self._interface.setProperty("role", "value")
         self._interface.setWordWrap(True)
-        self._note = QLabel("")
+        self._note = _plain(QLabel(""))
         self._note.setProperty("role", "note")
         self._note.setWordWrap(True)
         # the last result of an action on this link (a capacity test, an export): it
@@ -524,6 +527,13 @@ def _title(text: str, keys: list[tuple[str, str, str]]) -> str:
             f'<span style="color:{theme.TEXT_MUTED}">&nbsp;{name}</span>'
         )
     return "".join(parts)
+
+
+def _plain(label: QLabel) -> QLabel:
+    """`label`, showing its text as plain text (Qt's default guesses, and renders
+    anything that looks like HTML)."""
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    return label
 
 
 def _sub_label() -> QLabel:

@@ -9,6 +9,7 @@ stays in that link's details; what is wrong with the agent stays in a banner on 
 from __future__ import annotations
 
 import functools
+import html
 import time
 from typing import Any
 
@@ -92,6 +93,13 @@ def _rows(cluster: dict[str, Any] | None) -> list[tuple[str, list[tuple[str, Any
     return out
 
 
+def plain_tip(text: str) -> str:
+    """A tooltip that shows `text` literally. Qt renders a tooltip as rich text whenever
+    it looks like HTML (a tag on its first line), so text with a peer's names in it is
+    escaped and marked up as one paragraph: '<img src=...>' shows, nothing loads."""
+    return "<p>" + html.escape(text, quote=False).replace("\n", "<br>") + "</p>"
+
+
 def _tips(link: dict[str, Any]) -> dict[int, str]:
     """Cell tooltips of a link's row, by column: whose traffic, and the link speed."""
     iface = link.get("local_interface") or "?"
@@ -100,7 +108,7 @@ def _tips(link: dict[str, Any]) -> dict[int, str]:
     source = link.get("capacity_source") or "unknown"
     capacity = (f"{fmt.bit_rate(cap)} ({source})" if cap and cap > 0
                 else "Unknown: set it in Preferences, or Measure capacity")
-    return {RX: traffic, TX: traffic, CAPACITY: capacity}
+    return {RX: plain_tip(traffic), TX: plain_tip(traffic), CAPACITY: capacity}
 
 
 class LinkTable(QTableView):
@@ -243,6 +251,7 @@ class MainWindow(QMainWindow):
         self.details = LinkDetails()
         self.table = LinkTable()
         self.empty = QLabel("Click a link to see its latency and bandwidth.")
+        self.empty.setTextFormat(Qt.TextFormat.PlainText)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         right = QWidget()
         rl = QVBoxLayout(right)
@@ -288,6 +297,7 @@ class MainWindow(QMainWindow):
         # test starting, an export) covers it for a while instead of being overwritten by
         # the next update a second later. Results also stay in the link's details.
         self.summary = QLabel("Waiting for the agent…")
+        self.summary.setTextFormat(Qt.TextFormat.PlainText)
         self.statusBar().addWidget(self.summary, 1)
         tools = self.addToolBar("Link")
         tools.setMovable(False)
