@@ -35,11 +35,18 @@ for that key. On D-Bus the daemon's id for the key's last notification goes out 
 its "saturated" bubble; different keys are independent. The tray balloon (and macOS
 through Qt) reports a click for the last message only; a click opens that message's link.
 Every backend uses the daemon's default expiry (``EXPIRE_DEFAULT``), never "until dismissed".
+
+Bodies carry peers' names, which other hosts choose. A daemon that advertises
+``body-markup`` (dunst, GNOME, KDE) renders the body as markup, and with
+``body-hyperlinks`` a ``<a href>`` as a link: for those the body's ``&``, ``<`` and ``>``
+go out as entities (the spec's escaping), so a name shows as typed. The summary is plain
+text by the spec. Qt's tray balloon shows both as plain text.
 """
 
 from __future__ import annotations
 
 import contextlib
+import html
 import logging
 import sys
 from collections import OrderedDict
@@ -180,6 +187,8 @@ class Notifier(QObject):
         self._last_key: str | None = None
         self._logged: set[str] = set()
         self._closed = False
+        #: the daemon renders the body as markup (its capabilities say "body-markup")
+        self.body_markup = True
         self.backend: str = backend or detect_backend(connection)
         if self.backend == "dbus" and not self._setup_dbus():
             self.backend = "tray"
@@ -248,6 +257,7 @@ class Notifier(QObject):
                                "using tray balloons", sorted(sigs))  # fmt: skip
                 return False
             iface.setTimeout(DBUS_TIMEOUT_MS)
+            self.body_markup = self._renders_markup(bus)
             ok = bus.connect(SERVICE, PATH, IFACE, "ActionInvoked", self,
                              "1_on_action_invoked(QDBusMessage)")  # fmt: skip
             bus.connect(SERVICE, PATH, IFACE, "NotificationClosed", self,
@@ -260,9 +270,24 @@ class Notifier(QObject):
             self._log_once("dbus-setup", "D-Bus notifications unavailable: %s", exc)
             return False
 
+    def _renders_markup(self, bus) -> bool:
+        """Whether the daemon renders bodies as markup: True unless its capabilities say
+        otherwise (unknown: escaped, so that a peer's name never becomes a link)."""
+        qtdbus = _dbus()
+        msg = qtdbus.QDBusMessage.createMethodCall(SERVICE, PATH, IFACE, "GetCapabilities")
+        reply = bus.call(msg, qtdbus.QDBus.CallMode.Block, DBUS_TIMEOUT_MS)
+        args = reply.arguments()
+        if reply.type() != qtdbus.QDBusMessage.MessageType.ReplyMessage or not args:
+            self._log_once("dbus-caps", "GetCapabilities failed (%s); escaping bodies",
+                           reply.errorMessage())  # fmt: skip
+            return True
+        return "body-markup" in [str(c) for c in args[0]]
+
     def _notify_dbus(self, title: str, body: str, key: str | None, urgency: str) -> bool:
         if self._iface is None:
             return False
+        if self.body_markup:
+            body = html.escape(body, quote=False)
         actions = ["default", "Open"] if key is not None else []
         # NotificationClosed signals already received are queued for us: handle them first,
         # so we do not name a bubble that is gone (harmless anyway: dunst reuses the id,

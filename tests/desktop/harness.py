@@ -446,6 +446,7 @@ XML = '''<node><interface name="org.freedesktop.Notifications">
 </interface></node>'''
 
 mode = sys.argv[2]  # "dunst": an unknown replaces_id is reused; "new": it gets a new id
+capabilities = json.loads(sys.argv[3]) if len(sys.argv) > 3 else ["actions", "body"]
 state = {"next": 1, "open": {}, "expire_before_replace": False}
 loop = GLib.MainLoop()
 
@@ -491,7 +492,7 @@ def on_call(_conn, _sender, _path, _iface, method, params, inv):
         close(params.unpack()[0], 3)
         inv.return_value(None)
     elif method == "GetCapabilities":
-        inv.return_value(GLib.Variant("(as)", (["actions", "body"],)))
+        inv.return_value(GLib.Variant("(as)", (capabilities,)))
 
 
 def on_stdin(_fd, _cond):
@@ -530,7 +531,9 @@ class FakeNotifications:
     ``events`` holds what it did, as dicts (event = ready | notify | closed | invoked | ack).
     ``close_bubble(id)`` / ``invoke(id)`` make it emit NotificationClosed / ActionInvoked;
     ``expire_before_replace()`` makes it close the bubble the next Notify replaces just before
-    answering that Notify (so the signal reaches the client before the reply)."""
+    answering that Notify (so the signal reaches the client before the reply).
+    ``capabilities`` is what GetCapabilities answers (e.g. add "body-markup", as dunst,
+    GNOME and KDE do)."""
 
     PYTHON = "/usr/bin/python3"
 
@@ -542,13 +545,15 @@ class FakeNotifications:
                            capture_output=True, check=False)  # fmt: skip
         return None if r.returncode == 0 else "needs python3-gi (apt: python3-gi)"
 
-    def __init__(self, address: str, mode: str = "dunst", timeout: float = 10.0) -> None:
+    def __init__(self, address: str, mode: str = "dunst", timeout: float = 10.0,
+                 capabilities: tuple[str, ...] = ("actions", "body")) -> None:
         import threading
 
         self.timeout = timeout
         self.events: list[dict[str, Any]] = []
         self._proc = subprocess.Popen(
-            [self.PYTHON, "-u", "-c", _FAKE_DAEMON, address, mode], stdin=subprocess.PIPE,
+            [self.PYTHON, "-u", "-c", _FAKE_DAEMON, address, mode, json.dumps(capabilities)],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         self._reader = threading.Thread(target=self._read, daemon=True)

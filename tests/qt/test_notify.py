@@ -272,3 +272,57 @@ def test_macos_path_is_qts_notification_center_and_keeps_them(qtbot, monkeypatch
         tray.messageClicked.emit()
     assert blocker.args == ["L1"]
     n.close()
+
+
+# -- peers' names in bodies (issue 18, point 5) ---------------------------------------
+LINK = '<a href="http://evil.example/">Click to update</a>'
+MARKUP_CAPS = ("actions", "body", "body-hyperlinks", "body-markup")
+
+
+@pytest.fixture
+def daemon_with(qapp, tmp_path, request):
+    """A Notifier on a private bus whose daemon advertises request.param capabilities."""
+    reason = FakeNotifications.why_not_available()
+    if reason:
+        pytest.skip(reason)
+    from PySide6.QtDBus import QDBusConnection
+
+    name = f"exotray-test-caps-{tmp_path.name}"
+    with PrivateBus(tmp_path) as address, \
+            FakeNotifications(address, capabilities=request.param) as fake:
+        conn = QDBusConnection.connectToBus(address, name)
+        assert conn.isConnected()
+        n = Notifier(None, connection=conn)
+        assert n.backend == "dbus"
+        try:
+            yield n, fake
+        finally:
+            n.close()
+            QDBusConnection.disconnectFromBus(name)
+
+
+@pytest.mark.parametrize("daemon_with", [MARKUP_CAPS], indirect=True)
+def test_a_peers_markup_reaches_a_markup_daemon_escaped(daemon_with):
+    """dunst (body-markup, body-hyperlinks) showed the name as a link to evil.example."""
+    from exotray.ui import summary
+
+    n, fake = daemon_with
+    assert n.body_markup
+    title, body = summary.notification(
+        {"type": "peer_down", "peer_name": LINK, "node": "a & b <i>"}, "me")
+    n.notify(title, body, key="")
+    (call,) = _sent(fake, 1)
+    assert call["body"] == ("a &amp; b &lt;i&gt; gets no answer from "
+                            "&lt;a href=\"http://evil.example/\"&gt;Click to update&lt;/a&gt;")
+    assert "<" not in call["body"] and ">" not in call["body"]
+    assert call["summary"] == f"Peer down: {LINK}"  # plain text by the spec: as it is
+
+
+@pytest.mark.parametrize("daemon_with", [("actions", "body")], indirect=True)
+def test_a_plain_text_daemon_gets_the_body_as_it_is(daemon_with):
+    """Without body-markup the daemon shows the body literally: entities would show."""
+    n, fake = daemon_with
+    assert not n.body_markup
+    n.notify("Peer down", f"x gets no answer from {LINK} & co")
+    (call,) = _sent(fake, 1)
+    assert call["body"] == f"x gets no answer from {LINK} & co"
