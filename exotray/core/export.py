@@ -41,14 +41,28 @@ def rows(history: dict[str, Any]) -> list[dict[str, Any]]:
     return [{c: history.get(c, [None] * n)[i] for c, _ in COLUMNS} for i in range(n)]
 
 
+#: what makes a spreadsheet read a cell as a formula (or, tab and CR, hide one behind)
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value for a CSV cell that a spreadsheet shows as the value: text (which may come
+    from a peer) starting like a formula gets a leading ' (OWASP's CSV injection rule);
+    numbers, negative ones too, stay numbers; None is an empty cell."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
 def to_csv(history: dict[str, Any]) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["time_utc", *(h for _, h in COLUMNS)])
     for r in rows(history):
         iso = datetime.fromtimestamp(r["t"], UTC).isoformat(timespec="milliseconds")
-        w.writerow([iso.replace("+00:00", "Z"),
-                    *("" if r[c] is None else r[c] for c, _ in COLUMNS)])
+        w.writerow([iso.replace("+00:00", "Z"), *(csv_cell(r[c]) for c, _ in COLUMNS)])
     return out.getvalue()
 
 
