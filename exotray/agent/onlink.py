@@ -177,6 +177,10 @@ class IfIndex:
                 return None
         return self._by_name[name]
 
+    def forget(self, name: str) -> None:
+        """A send through `name` failed: look its index up again next time."""
+        self._by_name.pop(name, None)
+
     def name(self, index: int, nics: object) -> str | None:
         self._fresh(nics)
         if index not in self._by_index:

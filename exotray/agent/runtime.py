@@ -461,8 +461,10 @@ class Agent:
         sent_at = probe.send(link.target, index)
         if sent_at is not None:
             link.path.sent(sent_at, iface if index is not None else None)
-        elif index is not None:
-            link.route_checked = -1e9  # e.g. the interface was re-created (a new index)
+        elif iface is not None and index is not None:
+            # e.g. the interface was re-created (a new index): look both up again
+            self._ifindex.forget(iface)
+            link.route_checked = -1e9
 
     def _reply_via(self, src: str, index: int) -> int | None:
         """The reflector's choice: answer an on-link requester through the interface its
