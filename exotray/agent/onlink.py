@@ -90,6 +90,14 @@ class Path:
     def onlink(self) -> bool:
         return bool(self.candidates)
 
+    @property
+    def overrides_route(self) -> bool:
+        """Whether the route table cannot be trusted for this peer: several interfaces
+        have it on-link, or the one that has it is not the route's. (Probes of an
+        on-link peer always leave through its interface; other traffic, such as the
+        snapshot fetch, needs binding only then.)"""
+        return self.onlink and (len(self.candidates) > 1 or self.pinned != self.routed)
+
     def update(self, cands: list[str], routed: str | None) -> bool:
         """Take a fresh candidate list; return whether the attribution may have changed
         (a search started, or the answer is now certain)."""

@@ -482,10 +482,11 @@ class Agent:
         return self._reply_via_cache[key]
 
     def _client_for(self, link: Link | None) -> httpx.AsyncClient:
-        """The shared client, or for a link pinned to an on-link interface one whose
-        connections leave through that interface (bound_http.py)."""
+        """The shared client, or for a link pinned to an on-link interface that the
+        route table would not pick for certain, one whose connections leave through
+        that interface (bound_http.py)."""
         assert self.http is not None
-        iface = link.path.pinned if link is not None and link.path.onlink else None
+        iface = link.path.pinned if link is not None and link.path.overrides_route else None
         if iface is None:
             return self.http
         index = self._ifindex.index(iface, self.nics)

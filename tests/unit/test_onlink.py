@@ -136,6 +136,13 @@ def test_candidates_changing_restarts_or_settles_the_choice():
     assert (one.searching, one.interface) == (False, "bridge0")
 
 
+def test_other_traffic_is_bound_only_where_the_routes_cannot_be_trusted():
+    assert attribute("169.254.40.2", MAC, "en0").overrides_route        # route says en0
+    assert not attribute("192.168.1.30", MAC, "en0").overrides_route    # route agrees
+    assert not attribute("8.8.8.8", MAC, "en0").overrides_route         # routed peer
+    assert attribute("10.213.2.3", LINUX_TWO, "eth0").overrides_route   # ambiguous
+
+
 def test_reflector_answers_on_link_requesters_through_their_interface():
     assert onlink.reply_through("169.254.40.2", "bridge0", MAC)
     assert not onlink.reply_through("169.254.40.2", "en0", MAC)    # not on-link on en0
