@@ -243,20 +243,58 @@ def lock_state_dir(state_dir: Path) -> int:
 
 
 def load_node_id(state_dir: Path) -> str:
-    """This node's stable id, created once in the state dir."""
+    """This node's stable id, created once in the state dir.
+
+    Peers know a node by its id, so a node_id file that holds no id is refused, never
+    replaced behind the user's back (moving it aside gives a new identity). A new id is
+    written to node_id.tmp, flushed and fsynced, renamed into place and the directory
+    fsynced; on failure (a full disk, a read-only dir) no node_id.tmp is left behind.
+    Failures are OSErrors whose text names the file and what to do (the caller adds
+    "cannot use state dir …" and releases the state dir's lock)."""
     path = state_dir / "node_id"
+    aside = f"move it aside (mv {path} {path}.bad) and start again"
     try:
-        text = path.read_text().strip()
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raw = None
+    except IsADirectoryError:
+        raise OSError(errno.EISDIR, f"{path} is a directory, not this node's id file: "
+                      f"{aside}; this node then gets a new id") from None
+    except OSError as e:
+        raise OSError(e.errno, f"cannot read this node's id from {path}: {e.strerror}") from None
+    if raw is not None:
+        text = raw.decode("utf-8", errors="replace").strip()
         if re.fullmatch(r"[0-9a-z]{1,64}", text):
             return text
-        log.warning("%s is not a valid node id; making a new one", path)
-    except FileNotFoundError:
-        pass
+        if text:
+            raise OSError(errno.EINVAL, (
+                f"{path} does not hold a node id (it holds {text[:24]!r}): it was edited or "
+                f"damaged. Peers know this node by that id; to give it a new one, {aside}."))
+        log.warning("%s is empty (written by a crash while it was created); making a new "
+                    "node id", path)
     node_id = secrets.token_hex(6)
-    state_dir.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(node_id + "\n")
-    os.replace(tmp, path)
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(fd, f"{node_id}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OSError(e.errno, f"cannot write a new node id to {path}: {e.strerror}") from None
+    # The rename itself on disk. Best effort: some file systems cannot fsync a directory,
+    # and the id is in place either way.
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(state_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
     return node_id
 
 
