@@ -8,6 +8,7 @@ file (TOML) so they survive one.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import os
@@ -72,7 +73,12 @@ def validate_changes(current: Settings, changes: Any) -> Settings:
 
 
 def save(config_path: Path, new: Settings) -> None:
-    """Merge the editable settings into the TOML config file (atomically)."""
+    """Merge the editable settings into the TOML config file, atomically and durably:
+    written to a temporary file beside it, flushed and fsynced, renamed over it, and the
+    directory fsynced, so that a crash or a power cut leaves the old file or the new one,
+    never an empty or a half-written one. A failure (a full disk, a read-only dir) is a
+    SettingsError naming the file, and leaves no temporary file behind. A symlinked
+    config file (dotfiles) stays a symlink: its target is replaced."""
     data: dict[str, Any] = {}
     try:
         with open(config_path, "rb") as f:
@@ -86,9 +92,37 @@ def save(config_path: Path, new: Settings) -> None:
             data.pop(k, None)
         else:
             data[k] = v
-    config_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = config_path.with_name(config_path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        tomli_w.dump(data, f)
-    os.replace(tmp, config_path)
+    write_atomically(Path(os.path.realpath(config_path)), tomli_w.dumps(data).encode())
 
+
+def write_atomically(path: Path, content: bytes) -> None:
+    """Replace `path` with `content` so that it is the old file or the new one, also after
+    a crash; its permission bits are kept. Raises SettingsError naming the file."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = 0o644
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
+        try:
+            os.fchmod(fd, mode)  # a leftover temporary file keeps its own mode otherwise
+            view = memoryview(content)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise SettingsError(f"cannot save {path}: {e.strerror or e}") from None
+    # the rename on disk too (best effort: not every file system fsyncs a directory)
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
