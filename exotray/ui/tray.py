@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import importlib.resources
 import sys
 from typing import Any
@@ -95,7 +96,9 @@ class Tray(QObject):
         tip = f"exotray — {summary.summary_line(self.cluster, self.agent_state)}"
         if self.problem and self.cluster is None:
             tip += f"\n{self.problem}"
-        self.icon.setToolTip(tip)
+        # Plain text: the agent's error line can quote what peers sent, and tray hosts (and
+        # Qt's own tooltips) render markup in tooltips.
+        self.icon.setToolTip(html.escape(tip, quote=False))
 
     def rebuild_menu(self) -> None:
         m = self.menu
