@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import importlib.resources
 import sys
 from typing import Any
@@ -96,9 +95,10 @@ class Tray(QObject):
         tip = f"exotray — {summary.summary_line(self.cluster, self.agent_state)}"
         if self.problem and self.cluster is None:
             tip += f"\n{self.problem}"
-        # Plain text: the agent's error line can quote what peers sent, and tray hosts (and
-        # Qt's own tooltips) render markup in tooltips.
-        self.icon.setToolTip(html.escape(tip, quote=False))
+        # Never markup: the agent's error line can quote what peers sent, and some tray
+        # hosts (and Qt's own tooltips) render tags, while others (macOS) show entities
+        # literally. Without '<' and '>' nothing is a tag anywhere.
+        self.icon.setToolTip(tip.replace("<", "‹").replace(">", "›"))
 
     def rebuild_menu(self) -> None:
         m = self.menu

@@ -43,7 +43,9 @@ def test_the_agents_problem_is_in_the_menu_and_tooltip(qtbot):
     assert texts[0] == "The exotray agent cannot start: fix its settings"
     assert texts[1] == problem.replace("&", "&&")  # a literal '&', not a shortcut
     assert "starts it again when the file is saved" in texts[2]
-    assert problem.replace("&", "&amp;") in tray.icon.toolTip()  # escaped: plain text
+    assert problem in tray.icon.toolTip()
+    tray.set_problem('peer sent <img src="/dev/zero">')
+    assert "<" not in tray.icon.toolTip() and '‹img src="/dev/zero"›' in tray.icon.toolTip()
     tray.set_problem(None)
     tray.menu.aboutToShow.emit()
     assert problem.replace("&", "&&") not in tray.menu_texts()
