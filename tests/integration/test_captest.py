@@ -187,8 +187,11 @@ def test_one_fixed_port_consecutive_agents_and_a_listener_only_per_test(tmp_path
                        timeout=5, trust_env=False)
         assert r.status_code == 200
         assert wait_for(lambda: _listening(b.proc.pid) == {port_b}, 5)
-        # and a real test still works between them
-        assert _measure(a, "b").status_code == 200
+        # and a real test still works between them (once a knows b by name)
+        assert wait_for(lambda: any(lk["state"] == "up" and lk["peer_name"] == "b"
+                                    for lk in a.get("/v1/snapshot")["links"]), 10)
+        r = _measure(a, "b")
+        assert r.status_code == 200, r.text
         assert _listening(b.proc.pid) == {port_b}
     finally:
         a.close()
