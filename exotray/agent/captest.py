@@ -81,6 +81,7 @@ class CapacityTester:
         self._zero = bytes(CHUNK)
         #: "finish" calls to peers after a cancelled test (kept until done)
         self._releasing: set[asyncio.Task] = set()
+        self._sock_options: list[tuple[int, int, Any]] = []
 
     # -- lifecycle ------------------------------------------------------------------------
     async def stop(self) -> None:
@@ -206,8 +207,19 @@ class CapacityTester:
     # -- initiator ------------------------------------------------------------------------
     async def run(self, http: httpx.AsyncClient, host: str, api_port: int, *,
                   seconds: float = 5.0, streams: int = 4, bind_ip: str | None = None,
-                  who: str = "") -> dict[str, Any]:
-        """Test the link to host (its agent's API at api_port); Mbit/s each way."""
+                  who: str = "", sock_options: list[tuple[int, int, Any]] | None = None,
+                  ) -> dict[str, Any]:
+        """Test the link to host (its agent's API at api_port); Mbit/s each way.
+        `sock_options` (e.g. SO_BINDTODEVICE / IP_BOUND_IF) are set on each stream's
+        socket before it connects, so a link pinned to an on-link interface is measured
+        through that interface, not wherever the routes would send it."""
+        self._sock_options = sock_options or []
+        return await self._run(http, host, api_port, seconds=seconds, streams=streams,
+                               bind_ip=bind_ip, who=who)
+
+    async def _run(self, http: httpx.AsyncClient, host: str, api_port: int, *,
+                   seconds: float, streams: int, bind_ip: str | None,
+                   who: str) -> dict[str, Any]:
         if self.busy_with is not None:
             raise Busy(f"a capacity test with {self.busy_with} is running; try again shortly")
         self.busy_with = host
@@ -236,14 +248,19 @@ class CapacityTester:
                 "down_bytes": down_bytes,
                 "measured_at": time.time(),
             }
-        except asyncio.CancelledError:
-            # Cancelled (the client that asked went away): free the peer's slot too, or it
-            # refuses every test until the session it granted expires.
-            if grant is not None:
+        except BaseException as e:
+            # Cancelled (the client that asked went away) or failed (a stream could not
+            # connect): free the peer's slot too, or it refuses every test until the
+            # session it granted expires.
+            if grant is not None and isinstance(e, asyncio.CancelledError):
+                # we may not wait any more: release in the background
                 task = asyncio.create_task(self._release(http, host, api_port, grant["token"]))
                 self._releasing.add(task)
                 task.add_done_callback(self._releasing.discard)
-            log.info("capacity test with %s cancelled", host)
+            elif grant is not None:
+                await self._release(http, host, api_port, grant["token"])
+            if isinstance(e, asyncio.CancelledError):
+                log.info("capacity test with %s cancelled", host)
             raise
         finally:
             self.busy_with = None
@@ -262,10 +279,25 @@ class CapacityTester:
         last: list[float] = []
         total = [0]
 
+        async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+            if not self._sock_options:
+                local = (bind_ip, 0) if bind_ip else None
+                return await asyncio.open_connection(host, grant["port"], local_addr=local)
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                for level, opt, value in self._sock_options:
+                    sock.setsockopt(level, opt, value)
+                if bind_ip:
+                    sock.bind((bind_ip, 0))
+                sock.setblocking(False)
+                await asyncio.get_running_loop().sock_connect(sock, (host, grant["port"]))
+            except BaseException:
+                sock.close()
+                raise
+            return await asyncio.open_connection(sock=sock)
+
         async def one() -> None:
-            local = (bind_ip, 0) if bind_ip else None
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, grant["port"], local_addr=local), 5.0)
+            reader, writer = await asyncio.wait_for(connect(), 5.0)
             try:
                 writer.write(header)
                 if direction == "up":

@@ -1207,9 +1207,19 @@ class Agent:
             raise LookupError(f"the link to {peer!r} is down")
         link = up[0]
         src = sampler.source_address(link.target[0])
-        result = await self.captest.run(self.http, link.target[0], link.target[1],
-                                        seconds=seconds, streams=streams, bind_ip=src,
-                                        who=self.settings.name)
+        options: list = []
+        iface = link.path.pinned if link.path.overrides_route else None
+        if iface is not None:
+            # Measured through the interface the link is pinned to, as its probes are:
+            # the routes would send it elsewhere (e.g. a Mac's 169.254/16 via Wi-Fi).
+            index = self._ifindex.index(iface, self.nics)
+            options = bind_options(iface, index or 0, self.platform) if index else []
+            src = next((a for a, _ in self.nics[iface].networks), src) \
+                if iface in self.nics else src
+        result = await self.captest.run(self._client_for(link), link.target[0],
+                                        link.target[1], seconds=seconds, streams=streams,
+                                        bind_ip=src, who=self.settings.name,
+                                        sock_options=options)
         rates = [r for r in (result["up_mbit_s"], result["down_mbit_s"]) if r]
         if link.local_interface and rates:
             self.measured_mbit[link.local_interface] = max(rates)

@@ -196,3 +196,35 @@ def test_one_fixed_port_consecutive_agents_and_a_listener_only_per_test(tmp_path
     finally:
         a.close()
         b.close()
+
+
+def test_streams_of_a_pinned_link_leave_through_its_interface(tmp_path):
+    """A link pinned to an on-link interface is measured through it: the device option
+    is set on every stream's socket before it connects (a bogus device fails at once)."""
+    import asyncio
+    import errno
+
+    from exotray.agent.bound_http import bind_options
+    from exotray.agent.captest import CapacityTester
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("SO_BINDTODEVICE is Linux's; macOS: CHECKLIST.md")
+    b = AgentProc(tmp_path, "b", free_port(), [])
+    try:
+        b.wait_ready()
+
+        async def run(device: str) -> dict:
+            tester = CapacityTester("127.0.0.1")
+            async with httpx.AsyncClient(trust_env=False) as http:
+                return await tester.run(http, "127.0.0.1", b.port, seconds=1, streams=1,
+                                        sock_options=bind_options(device, 1, "linux"))
+
+        result = asyncio.run(run("lo"))
+        assert result["up_mbit_s"] > 10 and result["down_mbit_s"] > 10
+        with pytest.raises(OSError) as e:
+            asyncio.run(run("xtnosuch0"))
+        assert e.value.errno == errno.ENODEV
+        # the failed test freed the peer's slot: the next one is not refused as busy
+        assert asyncio.run(run("lo"))["up_mbit_s"] > 10
+    finally:
+        b.close()
