@@ -28,7 +28,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -37,33 +37,31 @@ import uvicorn
 
 from exotray import PROTO, __version__
 from exotray.agent import control, onlink, sampler
+from exotray.agent import links as linkstats
 from exotray.agent.bound_http import bind_options, bound_transport
 from exotray.agent.captest import CapacityTester
-from exotray.agent.discovery import Discovery, PeerRecord
+from exotray.agent.discovery import Discovery
 from exotray.agent.interfaces import InterfaceClassifier, mdns_by_default
-from exotray.agent.probe import ProbeSocket, Target
+from exotray.agent.links import Link, Target
+from exotray.agent.peers import Peer, PeerTable
+from exotray.agent.probe import ProbeSocket
 from exotray.core import capacity as cap
 from exotray.core import health, paths
 from exotray.core.events import EventLog, iso
-from exotray.core.history import IFACE_COLUMNS, LINK_COLUMNS, Ring, ring_size
-from exotray.core.saturation import SaturationDetector, SaturationParams
+from exotray.core.history import IFACE_COLUMNS, Ring, ring_size
+from exotray.core.saturation import SaturationParams
 from exotray.core.schema import (
     MAX_SNAPSHOT_BYTES,
     SCHEMA_VERSION,
-    Snapshot,
     SnapshotRejected,
     dump,
     parse_snapshot,
 )
 from exotray.core.settings import Settings, parse_peer
-from exotray.core.stats import Rate, RateMeter, RttWindow
+from exotray.core.stats import Rate, RateMeter
 
 log = logging.getLogger(__name__)
 
-#: a peer whose latest snapshot is older than this leaves the cluster view
-PEER_FORGET_S = 600.0
-#: an mDNS address that never answered for this long, while another does, is dropped
-STALE_ADDRESS_S = 15.0
 #: route lookups (which local interface reaches a peer address) are refreshed this often
 ROUTE_REFRESH_S = 5.0
 #: counter readings per interval (rates are sliding averages over one interval)
@@ -72,45 +70,6 @@ SUBSAMPLES = 4
 
 def _r(x: float | None, nd: int = 4) -> float | None:
     return None if x is None else round(x, nd)
-
-
-@dataclass
-class Peer:
-    key: str
-    host: str | None
-    port: int
-    sources: set[str] = field(default_factory=set)
-    #: every address we probe, in order: manual ones first, then mDNS ones
-    addresses: list[Target] = field(default_factory=list)
-    manual_targets: list[Target] = field(default_factory=list)
-    mdns_targets: list[Target] = field(default_factory=list)
-    id: str | None = None
-    name: str | None = None
-    snapshot: Snapshot | None = None
-    snapshot_at: float | None = None
-    reachable: bool = False
-    last_error: str | None = None
-    was_up: bool = False
-    authenticated: bool = False
-    down_since: float | None = None
-    resolve_after: float = 0.0
-
-
-@dataclass
-class Link:
-    target: Target
-    id: str
-    peer: Peer
-    rtt: RttWindow
-    detector: SaturationDetector
-    history: Ring
-    first_probe: float | None = None
-    last_reply: float | None = None
-    up: bool = False
-    local_interface: str | None = None
-    route_checked: float = -1e9
-    #: on-link attribution and the interface probes leave through (onlink.py)
-    path: onlink.Path = field(default_factory=onlink.Path)
 
 
 @dataclass
@@ -329,8 +288,13 @@ class Agent:
         self.interval = settings.interval
         self._mono0 = clock()
         self._wall0 = wall()
-        self.peers: dict[str, Peer] = {}
-        self.links: dict[Target, Link] = {}
+        self.table = PeerTable(
+            clock, self._make_link, down_after_s=settings.down_after * self.interval,
+            on_link_added=lambda link: self._route(link, self.clock()),
+            on_link_dropped=self._forget_target, on_peer_event=self._peer_event,
+        )
+        self.peers: dict[str, Peer] = self.table.peers
+        self.links: dict[Target, Link] = self.table.links
         self.ifaces: dict[str, IfaceState] = {}
         self.nics: dict[str, sampler.NicInfo] = {}
         self.measured_mbit: dict[str, float] = {}
@@ -371,105 +335,15 @@ class Agent:
         self.control_token: str | None = None
         for spec in settings.peers:
             host, port = parse_peer(spec)
-            self.add_peer(host, port)
+            self.table.add_manual(host, port)
 
     # -- peers and links ---------------------------------------------------------------
-    def add_peer(self, host: str, port: int) -> Peer:
-        """A manual peer (--peer HOST:PORT)."""
-        key = f"{host}:{port}"
-        peer = self.peers.get(key)
-        if peer is None:
-            peer = self.peers[key] = Peer(
-                key=key, host=host, port=port, sources={"manual"}, down_since=self.clock()
-            )
-        return peer
+    def _make_link(self, peer: Peer, target: Target) -> Link:
+        return linkstats.new_link(self.node_id, peer, target, self.interval, self.sat_params)
 
-    def _peer_by_id(self, peer_id: str) -> Peer | None:
-        for p in self.peers.values():
-            if p.id == peer_id:
-                return p
-        return None
-
-    def _set_targets(self, peer: Peer) -> None:
-        """Recompute a peer's address list and create/remove its links to match."""
-        wanted = list(dict.fromkeys(peer.manual_targets + peer.mdns_targets))
-        for t in peer.addresses:
-            if t not in wanted:
-                self._drop_link(t)
-        peer.addresses = wanted
-        for t in wanted:
-            link = self._ensure_link(peer, t)
-            link.peer = peer
-
-    def _drop_link(self, target: Target) -> None:
-        if self.links.pop(target, None) is not None and self.probe is not None:
+    def _forget_target(self, target: Target) -> None:
+        if self.probe is not None:
             self.probe.forget(target)
-
-    def _remove_peer(self, peer: Peer, why: str) -> None:
-        for t in peer.addresses:
-            self._drop_link(t)
-        peer.addresses = []
-        self.peers.pop(peer.key, None)
-        if peer.was_up:
-            self._peer_event(peer, False, why)
-
-    def mdns_found(self, rec: PeerRecord) -> None:
-        peer = self._peer_by_id(rec.id)
-        if peer is None:
-            peer = Peer(key=f"mdns:{rec.id}", host=None, port=rec.port, id=rec.id,
-                        name=rec.name, down_since=self.clock())
-            self.peers[peer.key] = peer
-            log.info("mDNS: found %s (%s) at %s", rec.name, rec.id, ", ".join(rec.addresses))
-        peer.sources.add("mdns")
-        peer.name = peer.name or rec.name
-        peer.mdns_targets = [(a, rec.port) for a in rec.addresses]
-        self._set_targets(peer)
-
-    def mdns_removed(self, peer_id: str) -> None:
-        peer = self._peer_by_id(peer_id)
-        if peer is None:
-            return
-        peer.sources.discard("mdns")
-        peer.mdns_targets = []
-        if not peer.sources:
-            self._remove_peer(peer, "goodbye")
-        else:
-            self._set_targets(peer)
-            self._update_liveness(self.clock())
-
-    def _merge_known_id(self, peer: Peer) -> None:
-        """A manual peer turned out to be a peer mDNS also found: keep one."""
-        assert peer.id is not None
-        for other in list(self.peers.values()):
-            if other is not peer and other.id == peer.id:
-                peer.sources |= other.sources
-                peer.mdns_targets = list(dict.fromkeys(peer.mdns_targets + other.mdns_targets))
-                peer.was_up = peer.was_up or other.was_up
-                for t in other.addresses:
-                    if t in self.links:
-                        self.links[t].peer = peer
-                other.addresses = []
-                del self.peers[other.key]
-                self._set_targets(peer)
-
-    def _link_id(self, target: Target) -> str:
-        raw = f"{self.node_id}|{target[0]}|{target[1]}".encode()
-        return hashlib.sha1(raw, usedforsecurity=False).hexdigest()[:16]
-
-    def _ensure_link(self, peer: Peer, target: Target) -> Link:
-        link = self.links.get(target)
-        if link is None:
-            link = Link(
-                target=target,
-                id=self._link_id(target),
-                peer=peer,
-                rtt=RttWindow(window_s=max(10.0, 10 * self.interval)),
-                detector=SaturationDetector(self.sat_params),
-                history=Ring(LINK_COLUMNS, ring_size(self.interval)),
-            )
-            self.links[target] = link
-            self._route(link, self.clock())
-        return link
 
     def _route(self, link: Link, now: float, recheck: bool = False) -> None:
         """Attribute the link to a local interface: the one that has the peer on-link
@@ -565,7 +439,7 @@ class Agent:
                                 peer.key, e)
                     continue
             peer.manual_targets = [(a, peer.port) for a in addrs]
-            self._set_targets(peer)
+            self.table.set_targets(peer)
 
     # -- the loops ---------------------------------------------------------------------
     async def _every(self, period: float, fn: Callable[[], Any]) -> None:
@@ -597,26 +471,7 @@ class Agent:
             if link.first_probe is None:
                 link.first_probe = now
             self._send_probe(link)
-        self._update_liveness(now)
-
-    def _update_liveness(self, now: float) -> None:
-        if self.paused:
-            return
-        limit = self.settings.down_after * self.interval
-        up_peers: set[int] = set()
-        for link in self.links.values():
-            was_up = link.up
-            link.up = link.last_reply is not None and now - link.last_reply < limit
-            if link.up:
-                up_peers.add(id(link.peer))
-            elif was_up:
-                link.path.recheck()  # an ambiguous on-link peer may now be elsewhere
-        for peer in list(self.peers.values()):
-            is_up = id(peer) in up_peers
-            if is_up != peer.was_up:
-                peer.was_up = is_up
-                peer.down_since = None if is_up else now
-                self._peer_event(peer, is_up, "probes" if is_up else "no probe replies")
+        self.table.update_liveness(now)
 
     def _peer_event(self, peer: Peer, up: bool, why: str) -> None:
         self.events.emit(
@@ -640,11 +495,7 @@ class Agent:
             link.local_interface = pinned
             log.info("link to %s: answers through %s (on-link on %s)", target[0], pinned,
                      ", ".join(link.path.candidates))
-        now = self.clock()
-        if link.last_reply is None or now > link.last_reply:
-            link.last_reply = now
-        if not link.up:
-            self._update_liveness(now)
+        self.table.replied(link, self.clock())
 
     def _on_lost(self, target: Target, sent_at: float) -> None:
         link = self.links.get(target)
@@ -782,8 +633,8 @@ class Agent:
     def _detect(self, link: Link, t: float) -> None:
         rate, capacity, util = self._link_numbers(link)
         if rate is not None and not self.paused:
-            change = link.detector.update(self.clock(), rate.dt, util if link.up else None)
-            if change is not None and change.notify:
+            change = linkstats.detect(link, self.clock(), rate, util)
+            if change is not None:
                 self.events.emit(
                     "link_saturated" if change.saturated else "link_cleared",
                     t,
@@ -801,28 +652,11 @@ class Agent:
 
     def _history_row(self, link: Link, now: float, t: float) -> None:
         rate, _capacity, util = self._link_numbers(link)
-        s = link.rtt.summary(now)
-        link.history.append(
-            (
-                t,
-                _r(s.median_ms),
-                _r(s.min_ms),
-                _r(s.max_ms),
-                _r(rate.rx_bytes_per_s, 1) if rate else None,
-                _r(rate.tx_bytes_per_s, 1) if rate else None,
-                _r(util),
-                self._state(link),
-            )
-        )
+        linkstats.history_row(link, now, t, rate, util)
 
     def _label(self, iface: str | None) -> str | None:
         st = self.ifaces.get(iface) if iface else None
         return st.label if st else None
-
-    def _state(self, link: Link) -> str:
-        if not link.up:
-            return "down"
-        return "saturated" if link.detector.saturated else "up"
 
     async def _fetch_tick(self) -> None:
         """Start a fetch for every peer whose previous one has finished: a slow or
@@ -835,53 +669,11 @@ class Agent:
                                                                 name=f"fetch-{p.key}")
         for key in [k for k, t in self._fetching.items() if t.done()]:
             del self._fetching[key]
-        self._prune(self.clock())
-
-    def _prune(self, now: float) -> None:
-        """Forget stale snapshots, and mDNS peers that have been down for too long.
-
-        Also drop an mDNS address that has never answered for STALE_ADDRESS_S while
-        another address of the same peer answers: mDNS caches keep an old address
-        (after a DHCP change) for minutes, and its link would show down all that time.
-        """
-        by_peer: dict[int, list[Link]] = {}
-        for lk in self.links.values():
-            by_peer.setdefault(id(lk.peer), []).append(lk)
-        for p in list(self.peers.values()):
-            links = by_peer.get(id(p), [])
-            if any(lk.up for lk in links):
-                for lk in links:
-                    if (lk.target in p.mdns_targets and lk.target not in p.manual_targets
-                            and lk.last_reply is None and lk.first_probe is not None
-                            and now - lk.first_probe > STALE_ADDRESS_S):
-                        log.info("peer %s: address %s never answered while another does; "
-                                 "dropping it (a stale mDNS record?)", p.name or p.key,
-                                 lk.target[0])
-                        p.mdns_targets = [t for t in p.mdns_targets if t != lk.target]
-                        self._set_targets(p)
-        for p in list(self.peers.values()):
-            if p.snapshot_at is not None and now - p.snapshot_at > PEER_FORGET_S:
-                p.snapshot = None
-                p.snapshot_at = None
-            if (
-                "manual" not in p.sources
-                and p.down_since is not None
-                and now - p.down_since > PEER_FORGET_S
-            ):
-                log.info("peer %s: down for %.0f s; forgetting it", p.name or p.key,
-                         now - p.down_since)
-                self._remove_peer(p, "down too long")
-
-    def _fetch_target(self, peer: Peer) -> Target:
-        up = [lk for lk in self.links.values() if lk.peer is peer and lk.up]
-        if up:
-            best = min(up, key=lambda lk: lk.rtt.summary(self.clock()).median_ms or 1e9)
-            return best.target
-        return peer.addresses[0]
+        self.table.prune(self.clock())
 
     async def _fetch(self, peer: Peer) -> None:
         assert self.http is not None
-        addr, port = self._fetch_target(peer)
+        addr, port = self.table.best_target(peer, self.clock())
         url = f"http://{addr}:{port}/v1/snapshot"
         try:
             client = self._client_for(self.links.get((addr, port)))
@@ -937,9 +729,7 @@ class Agent:
         peer.snapshot_at = self.clock()
         peer.reachable = True
         peer.last_error = None
-        if peer.id != snap.node.id or peer.name != snap.node.name:
-            peer.id, peer.name = snap.node.id, snap.node.name
-            self._merge_known_id(peer)
+        self.table.identified(peer, snap.node.id, snap.node.name)
 
     # -- discovery ---------------------------------------------------------------------
     def mdns_addresses(self) -> list[str]:
@@ -994,7 +784,7 @@ class Agent:
             "local_label": self._label(link.local_interface),
             "peer_address": link.target[0],
             "peer_port": link.target[1],
-            "state": self._state(link),
+            "state": link.state,
             "rtt_ms": _r(s.median_ms),
             "rtt_min_ms": _r(s.min_ms),
             "rtt_max_ms": _r(s.max_ms),
@@ -1011,7 +801,7 @@ class Agent:
 
     def snapshot(self) -> dict[str, Any]:
         now = self.clock()
-        self._update_liveness(now)  # state as of now, not as of the last probe tick
+        self.table.update_liveness(now)  # state as of now, not as of the last probe tick
         ifaces = []
         for st in sorted(self.ifaces.values(), key=lambda s: s.name):
             if st.vanished_at is not None:
@@ -1151,15 +941,14 @@ class Agent:
             threshold=new.threshold, sustain_s=new.sustain, clear_s=new.clear,
             cooldown_s=new.cooldown,
         )
+        changed_interval = new.interval if new.interval != old.interval else None
         for link in self.links.values():
-            link.detector.params = self.sat_params
+            linkstats.retune(link, changed_interval, self.sat_params)
+        self.table.down_after_s = new.down_after * new.interval
         if new.interval != old.interval:
             self.interval = new.interval
             self.rates.window_s = new.interval
             size = ring_size(new.interval)
-            for link in self.links.values():
-                link.history.resize(size)
-                link.rtt.window_s = max(10.0, 10 * new.interval)
             for st in self.ifaces.values():
                 st.history.resize(size)
             if self.probe is not None:
@@ -1173,13 +962,10 @@ class Agent:
 
     def set_paused(self, paused: bool) -> None:
         if paused != self.paused:
-            self.paused = paused
+            self.paused = self.table.paused = paused
             log.info("monitoring %s", "paused" if paused else "resumed")
             if not paused:
-                now = self.clock()
-                for link in self.links.values():  # a pause is not an outage
-                    if link.last_reply is not None:
-                        link.last_reply = max(link.last_reply, now - self.interval)
+                self.table.resume(self.clock(), self.interval)
 
     def _loops(self) -> list[asyncio.Task]:
         return [
@@ -1294,7 +1080,7 @@ class Agent:
                 log.warning("--mdns-interface %s: no local interface has this address (yet)", a)
             self.discovery = Discovery(
                 node_id=self.node_id, name=s.name, port=self.port,
-                on_found=self.mdns_found, on_removed=self.mdns_removed,
+                on_found=self.table.mdns_found, on_removed=self.table.mdns_removed,
                 local_networks=self.local_networks,
             )
             await self.discovery.start(self.mdns_addresses())

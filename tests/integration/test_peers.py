@@ -4,7 +4,8 @@ goodbyes remove at once, silent mDNS peers leave the view after 10 minutes."""
 from __future__ import annotations
 
 from exotray.agent.discovery import PeerRecord
-from exotray.agent.runtime import PEER_FORGET_S, Agent
+from exotray.agent.peers import PEER_FORGET_S
+from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings
 
 
@@ -27,17 +28,17 @@ def _rec(addrs=("10.213.0.2", "169.254.1.2"), id_="bbbbbbbbbbbb"):
 
 def test_one_link_per_address_and_goodbye_removes(tmp_path):
     agent, _ = _agent(tmp_path)
-    agent.mdns_found(_rec())
+    agent.table.mdns_found(_rec())
     assert sorted(agent.links) == [("10.213.0.2", 52480), ("169.254.1.2", 52480)]
     assert len({lk.id for lk in agent.links.values()}) == 2
-    agent.mdns_removed("bbbbbbbbbbbb")
+    agent.table.mdns_removed("bbbbbbbbbbbb")
     assert agent.links == {} and agent.peers == {}
 
 
 def test_address_list_update_adds_and_drops_links(tmp_path):
     agent, _ = _agent(tmp_path)
-    agent.mdns_found(_rec())
-    agent.mdns_found(_rec(addrs=("10.213.0.2", "10.213.1.2")))  # Wi-Fi joined, TB unplugged
+    agent.table.mdns_found(_rec())
+    agent.table.mdns_found(_rec(addrs=("10.213.0.2", "10.213.1.2")))  # Wi-Fi joined, TB unplugged
     assert sorted(agent.links) == [("10.213.0.2", 52480), ("10.213.1.2", 52480)]
 
 
@@ -45,69 +46,69 @@ def test_manual_and_mdns_peer_merge_into_one(tmp_path):
     agent, _ = _agent(tmp_path, peers=("10.213.0.2:52480",))
     manual = next(iter(agent.peers.values()))
     manual.manual_targets = [("10.213.0.2", 52480)]
-    agent._set_targets(manual)
-    agent.mdns_found(_rec())
+    agent.table.set_targets(manual)
+    agent.table.mdns_found(_rec())
     assert len(agent.peers) == 2  # until the manual peer's id is known
     manual.id = "bbbbbbbbbbbb"  # learnt from its snapshot
-    agent._merge_known_id(manual)
+    agent.table.merge_known_id(manual)
     assert list(agent.peers.values()) == [manual]
     assert manual.sources == {"manual", "mdns"}
     assert sorted(agent.links) == [("10.213.0.2", 52480), ("169.254.1.2", 52480)]
     assert all(lk.peer is manual for lk in agent.links.values())
     # A goodbye leaves the manual address monitored.
-    agent.mdns_removed("bbbbbbbbbbbb")
+    agent.table.mdns_removed("bbbbbbbbbbbb")
     assert sorted(agent.links) == [("10.213.0.2", 52480)]
     assert manual.sources == {"manual"}
 
 
 def test_silent_mdns_peer_leaves_after_ten_minutes_manual_stays(tmp_path):
     agent, clock = _agent(tmp_path, peers=("10.213.0.9:52480",))
-    agent.mdns_found(_rec())
-    agent._update_liveness(clock())
+    agent.table.mdns_found(_rec())
+    agent.table.update_liveness(clock())
     clock.t += PEER_FORGET_S - 1
-    agent._prune(clock())
+    agent.table.prune(clock())
     assert len(agent.peers) == 2
     clock.t += 2
-    agent._prune(clock())
+    agent.table.prune(clock())
     assert [p.key for p in agent.peers.values()] == ["10.213.0.9:52480"]
     assert all(lk.peer.key == "10.213.0.9:52480" for lk in agent.links.values())
 
 
 def test_peer_that_replied_then_went_silent(tmp_path):
     agent, clock = _agent(tmp_path)
-    agent.mdns_found(_rec(addrs=("10.213.0.2",)))
+    agent.table.mdns_found(_rec(addrs=("10.213.0.2",)))
     target = ("10.213.0.2", 52480)
     agent._on_reply(target, clock(), 0.4)
     assert agent.links[target].up and [e["type"] for e in agent.events.after(0)] == ["peer_up"]
     clock.t += 2.4  # under 2.5 intervals
-    agent._update_liveness(clock())
+    agent.table.update_liveness(clock())
     assert agent.links[target].up
     clock.t += 0.2
-    agent._update_liveness(clock())
+    agent.table.update_liveness(clock())
     assert not agent.links[target].up
     assert [e["type"] for e in agent.events.after(0)] == ["peer_up", "peer_down"]
     clock.t += PEER_FORGET_S + 1
-    agent._prune(clock())
+    agent.table.prune(clock())
     assert agent.peers == {} and agent.links == {}
 
 
 def test_stale_mdns_address_is_dropped_once_another_answers(tmp_path):
     agent, clock = _agent(tmp_path)
-    agent.mdns_found(_rec(addrs=("10.213.0.2", "10.213.0.12")))  # .2 is a cached old one
+    agent.table.mdns_found(_rec(addrs=("10.213.0.2", "10.213.0.12")))  # .2 is a cached old one
     for lk in agent.links.values():
         lk.first_probe = clock()
     agent._on_reply(("10.213.0.12", 52480), clock(), 0.3)
     clock.t += 10
-    agent._prune(clock())
+    agent.table.prune(clock())
     assert len(agent.links) == 2  # not yet
     clock.t += 6
     agent._on_reply(("10.213.0.12", 52480), clock(), 0.3)
-    agent._prune(clock())
+    agent.table.prune(clock())
     assert list(agent.links) == [("10.213.0.12", 52480)]
     # A peer whose only address never answered keeps it (it is simply down).
     agent2, clock2 = _agent(tmp_path / "b")
-    agent2.mdns_found(_rec(addrs=("10.213.0.9",)))
+    agent2.table.mdns_found(_rec(addrs=("10.213.0.9",)))
     next(iter(agent2.links.values())).first_probe = clock2()
     clock2.t += 60
-    agent2._prune(clock2())
+    agent2.table.prune(clock2())
     assert len(agent2.links) == 1

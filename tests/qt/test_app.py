@@ -66,6 +66,10 @@ def test_events_become_notifications(qtbot, app):
 
 def test_real_peer_down_reaches_the_notifier(qtbot, app, agents):
     a, b = agents
+    # Up first (a probe answered), or there is no "down" to report: having b's snapshot
+    # (the app fixture waits for that) does not mean a probe has come back yet.
+    assert wait_for(lambda: any(lk["state"] != "down"
+                                for lk in a.get("/v1/snapshot")["links"]), 10)
     b.kill()
     # down after 2.5 s without replies, seen at the app's next poll (generous under load)
     try:

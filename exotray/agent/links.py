@@ -1,0 +1,106 @@
+"""Per-link statistics: one link is one (peer address, port) we probe.
+
+A link owns its RTT window, its saturation detector, its history ring and its on-link
+path (onlink.Path). Everything here is plain computation on numbers it is given: no
+sockets, no clock of its own, no events (the caller emits what `detect` returns).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from exotray.agent import onlink
+from exotray.core.history import LINK_COLUMNS, Ring, ring_size
+from exotray.core.saturation import SaturationDetector, SaturationParams
+from exotray.core.stats import Rate, RttWindow
+
+if TYPE_CHECKING:
+    from exotray.agent.peers import Peer
+    from exotray.core.saturation import Transition
+
+Target = tuple[str, int]
+
+
+def r(x: float | None, nd: int = 4) -> float | None:
+    """A number as it goes on the wire and into history (None stays None)."""
+    return None if x is None else round(x, nd)
+
+
+@dataclass
+class Link:
+    target: Target
+    id: str
+    peer: Peer
+    rtt: RttWindow
+    detector: SaturationDetector
+    history: Ring
+    first_probe: float | None = None
+    last_reply: float | None = None
+    up: bool = False
+    local_interface: str | None = None
+    route_checked: float = -1e9
+    #: on-link attribution and the interface probes leave through (onlink.py)
+    path: onlink.Path = field(default_factory=onlink.Path)
+
+    @property
+    def state(self) -> str:
+        if not self.up:
+            return "down"
+        return "saturated" if self.detector.saturated else "up"
+
+
+def link_id(node_id: str, target: Target) -> str:
+    raw = f"{node_id}|{target[0]}|{target[1]}".encode()
+    return hashlib.sha1(raw, usedforsecurity=False).hexdigest()[:16]
+
+
+def rtt_window_s(interval: float) -> float:
+    return max(10.0, 10 * interval)
+
+
+def new_link(node_id: str, peer: Peer, target: Target, interval: float,
+             params: SaturationParams) -> Link:
+    return Link(
+        target=target,
+        id=link_id(node_id, target),
+        peer=peer,
+        rtt=RttWindow(window_s=rtt_window_s(interval)),
+        detector=SaturationDetector(params),
+        history=Ring(LINK_COLUMNS, ring_size(interval)),
+    )
+
+
+def retune(link: Link, interval: float | None, params: SaturationParams) -> None:
+    """New settings: detector parameters always, window and ring size when the interval
+    changed."""
+    link.detector.params = params
+    if interval is not None:
+        link.history.resize(ring_size(interval))
+        link.rtt.window_s = rtt_window_s(interval)
+
+
+def detect(link: Link, now: float, rate: Rate | None, util: float | None) -> Transition | None:
+    """Feed the detector one reading; the change to report, if any."""
+    if rate is None:
+        return None
+    change = link.detector.update(now, rate.dt, util if link.up else None)
+    return change if change is not None and change.notify else None
+
+
+def history_row(link: Link, now: float, t: float, rate: Rate | None,
+                util: float | None) -> None:
+    s = link.rtt.summary(now)
+    link.history.append(
+        (
+            t,
+            r(s.median_ms),
+            r(s.min_ms),
+            r(s.max_ms),
+            r(rate.rx_bytes_per_s, 1) if rate else None,
+            r(rate.tx_bytes_per_s, 1) if rate else None,
+            r(util),
+            link.state,
+        )
+    )

@@ -1,0 +1,243 @@
+"""The peer table: our peers, their addresses (one link each), whether they answer.
+
+Manual peers (--peer HOST:PORT) and mDNS ones merge into one when their ids match.
+Liveness changes only when `update_liveness` runs (the probe tick, a probe reply, a
+goodbye); reading the table changes nothing. No I/O and no clock of its own: the clock
+is passed in, links are made by the `make_link` it is given, and what the rest of the
+agent must do about a change (route a new link, forget a dropped one's probes, report a
+peer going up or down) it is told through callbacks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from exotray.agent.discovery import PeerRecord
+    from exotray.agent.links import Link, Target
+    from exotray.core.schema import Snapshot
+
+log = logging.getLogger(__name__)
+
+#: a peer whose latest snapshot is older than this leaves the cluster view
+PEER_FORGET_S = 600.0
+#: an mDNS address that never answered for this long, while another does, is dropped
+STALE_ADDRESS_S = 15.0
+
+
+@dataclass
+class Peer:
+    key: str
+    host: str | None
+    port: int
+    sources: set[str] = field(default_factory=set)
+    #: every address we probe, in order: manual ones first, then mDNS ones
+    addresses: list[Target] = field(default_factory=list)
+    manual_targets: list[Target] = field(default_factory=list)
+    mdns_targets: list[Target] = field(default_factory=list)
+    id: str | None = None
+    name: str | None = None
+    #: what sharing last received from this peer (sharing.py writes these)
+    snapshot: Snapshot | None = None
+    snapshot_at: float | None = None
+    reachable: bool = False
+    last_error: str | None = None
+    was_up: bool = False
+    authenticated: bool = False
+    down_since: float | None = None
+    resolve_after: float = 0.0
+
+
+def _ignore(*_: object) -> None:
+    return None
+
+
+class PeerTable:
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        make_link: Callable[[Peer, Target], Link],
+        *,
+        down_after_s: float,
+        on_link_added: Callable[[Link], None] = _ignore,
+        on_link_dropped: Callable[[Target], None] = _ignore,
+        on_peer_event: Callable[[Peer, bool, str], None] = _ignore,
+    ) -> None:
+        self.clock = clock
+        self.make_link = make_link
+        #: a link with no reply for this long is down
+        self.down_after_s = down_after_s
+        self.on_link_added = on_link_added
+        self.on_link_dropped = on_link_dropped
+        self.on_peer_event = on_peer_event
+        self.peers: dict[str, Peer] = {}
+        self.links: dict[Target, Link] = {}
+        self.paused = False
+
+    # -- membership ------------------------------------------------------------------
+    def add_manual(self, host: str, port: int) -> Peer:
+        """A manual peer (--peer HOST:PORT)."""
+        key = f"{host}:{port}"
+        peer = self.peers.get(key)
+        if peer is None:
+            peer = self.peers[key] = Peer(
+                key=key, host=host, port=port, sources={"manual"}, down_since=self.clock()
+            )
+        return peer
+
+    def by_id(self, peer_id: str) -> Peer | None:
+        for p in self.peers.values():
+            if p.id == peer_id:
+                return p
+        return None
+
+    def set_targets(self, peer: Peer) -> None:
+        """Recompute a peer's address list and create/remove its links to match."""
+        wanted = list(dict.fromkeys(peer.manual_targets + peer.mdns_targets))
+        for t in peer.addresses:
+            if t not in wanted:
+                self._drop_link(t)
+        peer.addresses = wanted
+        for t in wanted:
+            link = self.links.get(t)
+            if link is None:
+                link = self.links[t] = self.make_link(peer, t)
+                self.on_link_added(link)
+            link.peer = peer
+
+    def _drop_link(self, target: Target) -> None:
+        if self.links.pop(target, None) is not None:
+            self.on_link_dropped(target)
+
+    def remove(self, peer: Peer, why: str) -> None:
+        for t in peer.addresses:
+            self._drop_link(t)
+        peer.addresses = []
+        self.peers.pop(peer.key, None)
+        if peer.was_up:
+            self.on_peer_event(peer, False, why)
+
+    def mdns_found(self, rec: PeerRecord) -> None:
+        peer = self.by_id(rec.id)
+        if peer is None:
+            peer = Peer(key=f"mdns:{rec.id}", host=None, port=rec.port, id=rec.id,
+                        name=rec.name, down_since=self.clock())
+            self.peers[peer.key] = peer
+            log.info("mDNS: found %s (%s) at %s", rec.name, rec.id, ", ".join(rec.addresses))
+        peer.sources.add("mdns")
+        peer.name = peer.name or rec.name
+        peer.mdns_targets = [(a, rec.port) for a in rec.addresses]
+        self.set_targets(peer)
+
+    def mdns_removed(self, peer_id: str) -> None:
+        peer = self.by_id(peer_id)
+        if peer is None:
+            return
+        peer.sources.discard("mdns")
+        peer.mdns_targets = []
+        if not peer.sources:
+            self.remove(peer, "goodbye")
+        else:
+            self.set_targets(peer)
+            self.update_liveness(self.clock())
+
+    def identified(self, peer: Peer, node_id: str, name: str) -> None:
+        """The peer's snapshot named it: record that, and merge duplicates."""
+        if peer.id != node_id or peer.name != name:
+            peer.id, peer.name = node_id, name
+            self.merge_known_id(peer)
+
+    def merge_known_id(self, peer: Peer) -> None:
+        """A manual peer turned out to be a peer mDNS also found: keep one."""
+        assert peer.id is not None
+        for other in list(self.peers.values()):
+            if other is not peer and other.id == peer.id:
+                peer.sources |= other.sources
+                peer.mdns_targets = list(dict.fromkeys(peer.mdns_targets + other.mdns_targets))
+                peer.was_up = peer.was_up or other.was_up
+                for t in other.addresses:
+                    if t in self.links:
+                        self.links[t].peer = peer
+                other.addresses = []
+                del self.peers[other.key]
+                self.set_targets(peer)
+
+    # -- liveness --------------------------------------------------------------------
+    def replied(self, link: Link, now: float) -> None:
+        """A probe reply came back on `link`."""
+        if link.last_reply is None or now > link.last_reply:
+            link.last_reply = now
+        if not link.up:
+            self.update_liveness(now)
+
+    def update_liveness(self, now: float) -> None:
+        if self.paused:
+            return
+        limit = self.down_after_s
+        up_peers: set[int] = set()
+        for link in self.links.values():
+            was_up = link.up
+            link.up = link.last_reply is not None and now - link.last_reply < limit
+            if link.up:
+                up_peers.add(id(link.peer))
+            elif was_up:
+                link.path.recheck()  # an ambiguous on-link peer may now be elsewhere
+        for peer in list(self.peers.values()):
+            is_up = id(peer) in up_peers
+            if is_up != peer.was_up:
+                peer.was_up = is_up
+                peer.down_since = None if is_up else now
+                self.on_peer_event(peer, is_up, "probes" if is_up else "no probe replies")
+
+    def resume(self, now: float, grace_s: float) -> None:
+        """Monitoring resumes after a pause: a pause is not an outage."""
+        self.paused = False
+        for link in self.links.values():
+            if link.last_reply is not None:
+                link.last_reply = max(link.last_reply, now - grace_s)
+
+    def best_target(self, peer: Peer, now: float) -> Target:
+        """The address to talk to a peer at: its fastest link that is up, else its first."""
+        up = [lk for lk in self.links.values() if lk.peer is peer and lk.up]
+        if up:
+            return min(up, key=lambda lk: lk.rtt.summary(now).median_ms or 1e9).target
+        return peer.addresses[0]
+
+    # -- pruning ---------------------------------------------------------------------
+    def prune(self, now: float) -> None:
+        """Forget stale snapshots, and mDNS peers that have been down for too long.
+
+        Also drop an mDNS address that has never answered for STALE_ADDRESS_S while
+        another address of the same peer answers: mDNS caches keep an old address
+        (after a DHCP change) for minutes, and its link would show down all that time.
+        """
+        by_peer: dict[int, list[Link]] = {}
+        for lk in self.links.values():
+            by_peer.setdefault(id(lk.peer), []).append(lk)
+        for p in list(self.peers.values()):
+            links = by_peer.get(id(p), [])
+            if any(lk.up for lk in links):
+                for lk in links:
+                    if (lk.target in p.mdns_targets and lk.target not in p.manual_targets
+                            and lk.last_reply is None and lk.first_probe is not None
+                            and now - lk.first_probe > STALE_ADDRESS_S):
+                        log.info("peer %s: address %s never answered while another does; "
+                                 "dropping it (a stale mDNS record?)", p.name or p.key,
+                                 lk.target[0])
+                        p.mdns_targets = [t for t in p.mdns_targets if t != lk.target]
+                        self.set_targets(p)
+        for p in list(self.peers.values()):
+            if p.snapshot_at is not None and now - p.snapshot_at > PEER_FORGET_S:
+                p.snapshot = None
+                p.snapshot_at = None
+            if (
+                "manual" not in p.sources
+                and p.down_since is not None
+                and now - p.down_since > PEER_FORGET_S
+            ):
+                log.info("peer %s: down for %.0f s; forgetting it", p.name or p.key,
+                         now - p.down_since)
+                self.remove(p, "down too long")
