@@ -88,7 +88,7 @@ class AgentCollector(Collector):
             if st.vanished_at is not None:
                 continue
             labels = [node, name, st.kind]
-            raw = a.raw_counters.get(name)
+            raw = a.monitor.raw_counters.get(name)
             if raw is not None:
                 rx.add_metric(labels, float(raw[0]))
                 tx.add_metric(labels, float(raw[1]))

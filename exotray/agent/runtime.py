@@ -28,37 +28,32 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
 import uvicorn
 
-from exotray import PROTO, __version__
-from exotray.agent import control, onlink, sampler
+from exotray import __version__
+from exotray.agent import control, onlink, sampler, views
 from exotray.agent import links as linkstats
 from exotray.agent.bound_http import bind_options, bound_transport
 from exotray.agent.captest import CapacityTester
 from exotray.agent.discovery import Discovery
 from exotray.agent.interfaces import InterfaceClassifier, mdns_by_default
-from exotray.agent.links import Link, Target
+from exotray.agent.links import Link, Target, r
+from exotray.agent.monitor import IfaceState, InterfaceMonitor
 from exotray.agent.peers import Peer, PeerTable
 from exotray.agent.probe import ProbeSocket
-from exotray.core import capacity as cap
 from exotray.core import health, paths
-from exotray.core.events import EventLog, iso
-from exotray.core.history import IFACE_COLUMNS, Ring, ring_size
+from exotray.core.events import EventLog
 from exotray.core.saturation import SaturationParams
 from exotray.core.schema import (
     MAX_SNAPSHOT_BYTES,
-    SCHEMA_VERSION,
     SnapshotRejected,
-    dump,
     parse_snapshot,
 )
 from exotray.core.settings import Settings, parse_peer
-from exotray.core.stats import Rate, RateMeter
 
 log = logging.getLogger(__name__)
 
@@ -66,23 +61,6 @@ log = logging.getLogger(__name__)
 ROUTE_REFRESH_S = 5.0
 #: counter readings per interval (rates are sliding averages over one interval)
 SUBSAMPLES = 4
-
-
-def _r(x: float | None, nd: int = 4) -> float | None:
-    return None if x is None else round(x, nd)
-
-
-@dataclass
-class IfaceState:
-    name: str
-    kind: str
-    label: str
-    up: bool
-    addresses: tuple[str, ...]
-    rate: Rate | None
-    capacity: cap.Capacity
-    history: Ring
-    vanished_at: float | None = None
 
 
 class _Server(uvicorn.Server):
@@ -278,7 +256,8 @@ class Agent:
             self._unlock()
             raise StateDirError(
                 f"cannot use state dir {self.state_dir}: {e.strerror or e}") from None
-        self.classifier = classifier or InterfaceClassifier()
+        self.monitor = InterfaceMonitor(settings, classifier or InterfaceClassifier(),
+                                        settings.interval)
         self.sat_params = SaturationParams(
             threshold=settings.threshold,
             sustain_s=settings.sustain,
@@ -295,19 +274,8 @@ class Agent:
         )
         self.peers: dict[str, Peer] = self.table.peers
         self.links: dict[Target, Link] = self.table.links
-        self.ifaces: dict[str, IfaceState] = {}
-        self.nics: dict[str, sampler.NicInfo] = {}
-        self.measured_mbit: dict[str, float] = {}
-        self.measured_at: dict[str, float] = {}
-        #: capacity names not seen as an interface yet -> since when; those warned about
-        self._capacity_pending: dict[str, float] = {}
-        self._capacity_warned: set[str] = set()
         self.captest: CapacityTester | None = None
-        self._classify_task: asyncio.Task | None = None
         self.platform = sys.platform
-        self.rates = RateMeter(window_s=self.interval)
-        #: the latest raw byte counters per interface (for /metrics)
-        self.raw_counters: dict[str, tuple[int, int]] = {}
         self._subtick = 0
         self._events_file: TextIO | None = None
         self.events = EventLog(sinks=[self._log_event])
@@ -336,6 +304,14 @@ class Agent:
         for spec in settings.peers:
             host, port = parse_peer(spec)
             self.table.add_manual(host, port)
+
+    @property
+    def nics(self) -> dict[str, sampler.NicInfo]:
+        return self.monitor.nics
+
+    @property
+    def ifaces(self) -> dict[str, IfaceState]:
+        return self.monitor.ifaces
 
     # -- peers and links ---------------------------------------------------------------
     def _make_link(self, peer: Peer, target: Target) -> Link:
@@ -502,14 +478,6 @@ class Agent:
         if link is not None:
             link.rtt.lost(sent_at)
 
-    def _capacity_of(self, name: str, kind: str, nic: sampler.NicInfo | None) -> cap.Capacity:
-        return cap.resolve(
-            override_mbit=self.settings.capacity.get(name),
-            measured_mbit=self.measured_mbit.get(name),
-            nic_speed_mbit=nic.speed_mbit if nic else None,
-            kind_mbit=cap.kind_rule_mbit(kind),
-        )
-
     def _sample_tick(self) -> None:
         """Counters four times per interval (rates over a sliding interval, so saturation
         is seen within a quarter interval of being due); interfaces, routes and history
@@ -519,119 +487,33 @@ class Agent:
         full = self._subtick % SUBSAMPLES == 0
         self._subtick += 1
         try:
-            counters = sampler.read_counters()
-            nics = sampler.read_nics() if full else self.nics
+            counters, nics = self.monitor.read(full)
         except OSError as e:
             self._throttled("sample", logging.WARNING, "cannot read interface counters: %s", e)
             return
-        self.raw_counters = counters
-        addresses_changed = False
-        if full:
-            addresses_changed = self._update_ifaces(nics, now)
-        # Impossible rates are judged against what the hardware can carry (the NIC's
-        # negotiated speed), never against a capacity the user gave: traffic above an
-        # override is real and is exactly what "over capacity" must show.
-        limits = {name: nic.speed_mbit * cap.MBIT for name, nic in nics.items()
-                  if nic.speed_mbit}
-        rates = self.rates.update(now, counters, limits)
-        for name, st in self.ifaces.items():
-            if st.vanished_at is None:
-                st.rate = rates.get(name, st.rate if name in counters else None)
+        addresses_changed = self._update_ifaces(nics, now) if full else False
+        self.monitor.update_rates(now, counters, nics)
         for link in self.links.values():
             if full and (addresses_changed or now - link.route_checked >= ROUTE_REFRESH_S):
                 self._route(link, now, recheck=addresses_changed)
             self._detect(link, t)
         if full:
-            for st in self.ifaces.values():
-                if st.rate is not None and st.vanished_at is None:
-                    st.history.append(
-                        (t, _r(st.rate.rx_bytes_per_s, 1), _r(st.rate.tx_bytes_per_s, 1))
-                    )
+            self.monitor.record_history(t)
             for link in self.links.values():
-                self._history_row(link, now, t)
+                rate, _capacity, util = self.monitor.numbers(link.local_interface)
+                linkstats.history_row(link, now, t, rate, util)
         self.last_sample = now
 
     def _update_ifaces(self, nics: dict[str, sampler.NicInfo], now: float) -> bool:
-        """Take a fresh interface list; return whether any address changed."""
-        if set(nics) != set(self.nics):
-            self.classifier.refresh()
-        addresses_changed = {n: i.addresses for n, i in nics.items()} != {
-            n: i.addresses for n, i in self.nics.items()
-        }
-        self.nics = nics
-        self._check_capacity_names(now)
-        if addresses_changed and self.discovery is not None:
+        """Take a fresh interface list; return whether any address changed (then mDNS
+        follows the new addresses)."""
+        changed = self.monitor.update(nics, now)
+        if changed and self.discovery is not None:
             self._restart_discovery()
-        unclassified = []
-        for name, nic in nics.items():
-            st = self.ifaces.get(name)
-            if self.classifier.blocking:
-                # macOS: networksetup may take seconds; never on the loop. Until the
-                # worker thread has classified a new interface, its name decides.
-                found = self.classifier.peek(name)
-                if found is None:
-                    unclassified.append(name)
-                    found = (st.kind, st.label) if st else self.classifier.provisional(name)
-                kind, label = found
-            else:
-                kind, label = self.classifier.classify(name)
-            capacity = self._capacity_of(name, kind, nic)
-            if st is None:
-                st = self.ifaces[name] = IfaceState(
-                    name, kind, label, nic.up, nic.addresses, None, capacity,
-                    Ring(IFACE_COLUMNS, ring_size(self.interval)),
-                )
-            st.kind, st.label, st.up, st.addresses, st.capacity = (
-                kind, label, nic.up, nic.addresses, capacity
-            )
-            st.vanished_at = None
-        if unclassified:
-            self._classify_in_background(unclassified)
-        for name, st in list(self.ifaces.items()):
-            if name not in nics:
-                if st.vanished_at is None:
-                    st.vanished_at = now
-                    st.rate = None
-                elif now - st.vanished_at > 3600:
-                    del self.ifaces[name]
-        return addresses_changed
-
-    def _classify_in_background(self, names: list[str]) -> None:
-        """One worker-thread classification at a time; the next tick reads its cache."""
-        task = self._classify_task
-        if task is not None and not task.done():
-            return
-        self._classify_task = asyncio.get_running_loop().create_task(
-            asyncio.to_thread(self.classifier.classify_all, names), name="classify")
-
-    def _check_capacity_names(self, now: float) -> None:
-        """Warn once about a capacity given for an interface that has not appeared within
-        capacity_warn_after seconds (from start, or from when the setting was made): most
-        likely a typo, and its capacity is silently unused."""
-        for name, mbit in self.settings.capacity.items():
-            if name in self.nics or name in self._capacity_warned:
-                continue
-            since = self._capacity_pending.setdefault(name, now)
-            if now - since >= self.settings.capacity_warn_after:
-                self._capacity_warned.add(name)
-                log.warning("capacity %s=%g Mbit/s: no interface named %r has appeared in "
-                            "%.0f s, so this capacity is not used (interfaces here: %s)",
-                            name, mbit, name, now - since, ", ".join(sorted(self.nics)))
-
-    def _link_numbers(self, link: Link) -> tuple[Rate | None, cap.Capacity, float | None]:
-        st = self.ifaces.get(link.local_interface) if link.local_interface else None
-        if st is None or st.vanished_at is not None:
-            return None, cap.Capacity(None, "unknown"), None
-        rate = st.rate
-        util = cap.utilization(
-            rate.rx_bytes_per_s if rate else None,
-            rate.tx_bytes_per_s if rate else None,
-            st.capacity.bytes_per_s,
-        )
-        return rate, st.capacity, util
+        return changed
 
     def _detect(self, link: Link, t: float) -> None:
-        rate, capacity, util = self._link_numbers(link)
+        rate, capacity, util = self.monitor.numbers(link.local_interface)
         if rate is not None and not self.paused:
             change = linkstats.detect(link, self.clock(), rate, util)
             if change is not None:
@@ -643,20 +525,12 @@ class Agent:
                     peer_name=link.peer.name or link.peer.key,
                     node=self.settings.name,
                     local_interface=link.local_interface,
-                    local_label=self._label(link.local_interface),
-                    utilization=_r(util),
-                    rx_bytes_per_s=_r(rate.rx_bytes_per_s, 1),
-                    tx_bytes_per_s=_r(rate.tx_bytes_per_s, 1),
+                    local_label=self.monitor.label(link.local_interface),
+                    utilization=r(util),
+                    rx_bytes_per_s=r(rate.rx_bytes_per_s, 1),
+                    tx_bytes_per_s=r(rate.tx_bytes_per_s, 1),
                     capacity_bytes_per_s=capacity.bytes_per_s,
                 )
-
-    def _history_row(self, link: Link, now: float, t: float) -> None:
-        rate, _capacity, util = self._link_numbers(link)
-        linkstats.history_row(link, now, t, rate, util)
-
-    def _label(self, iface: str | None) -> str | None:
-        st = self.ifaces.get(iface) if iface else None
-        return st.label if st else None
 
     async def _fetch_tick(self) -> None:
         """Start a fetch for every peer whose previous one has finished: a slow or
@@ -774,77 +648,27 @@ class Agent:
         return self._wall0 + (mono - self._mono0)
 
     def link_dict(self, link: Link, now: float) -> dict[str, Any]:
-        s = link.rtt.summary(now)
-        rate, capacity, util = self._link_numbers(link)
-        return {
-            "id": link.id,
-            "peer_id": link.peer.id,
-            "peer_name": link.peer.name,
-            "local_interface": link.local_interface,
-            "local_label": self._label(link.local_interface),
-            "peer_address": link.target[0],
-            "peer_port": link.target[1],
-            "state": link.state,
-            "rtt_ms": _r(s.median_ms),
-            "rtt_min_ms": _r(s.min_ms),
-            "rtt_max_ms": _r(s.max_ms),
-            "rtt_p90_ms": _r(s.p90_ms),
-            "rtt_last_ms": _r(s.last_ms),
-            "jitter_ms": _r(s.jitter_ms),
-            "loss": _r(s.loss),
-            "rx_bytes_per_s": _r(rate.rx_bytes_per_s, 1) if rate else None,
-            "tx_bytes_per_s": _r(rate.tx_bytes_per_s, 1) if rate else None,
-            "capacity_bytes_per_s": capacity.bytes_per_s,
-            "capacity_source": capacity.source,
-            "utilization": _r(util),
-        }
+        return views.link_dict(link, now, self.monitor)
 
     def snapshot(self) -> dict[str, Any]:
-        now = self.clock()
-        self.table.update_liveness(now)  # state as of now, not as of the last probe tick
-        ifaces = []
-        for st in sorted(self.ifaces.values(), key=lambda s: s.name):
-            if st.vanished_at is not None:
-                continue
-            ifaces.append(
-                {
-                    "name": st.name,
-                    "kind": st.kind,
-                    "label": st.label,
-                    "up": st.up,
-                    "addresses": list(st.addresses),
-                    "rx_bytes_per_s": _r(st.rate.rx_bytes_per_s, 1) if st.rate else None,
-                    "tx_bytes_per_s": _r(st.rate.tx_bytes_per_s, 1) if st.rate else None,
-                    "capacity_bytes_per_s": st.capacity.bytes_per_s,
-                    "capacity_source": st.capacity.source,
-                    "capacity_measured_at": (
-                        iso(self.measured_at[st.name]) if st.name in self.measured_at else None
-                    ),
-                }
-            )
+        """This node's snapshot (/v1/snapshot). A pure read: liveness moves on the probe
+        tick only."""
         counters = dict(self.counters)
         if self.probe is not None:
             counters.update(self.probe.counters)
-        for k, v in self.rates.rejected.items():
+        for k, v in self.monitor.rates.rejected.items():
             counters[f"rates_rejected_{k}"] = v
         try:
             counters["asyncio_tasks"] = len(asyncio.all_tasks())
         except RuntimeError:  # no running loop (a test calling snapshot() directly)
             counters["asyncio_tasks"] = 0
-        return {
-            "schema": SCHEMA_VERSION,
-            "node": {"id": self.node_id, "name": self.settings.name, "version": __version__},
-            "proto": PROTO,
-            "interval_s": self.interval,
-            "data_age_s": round(now - self.last_sample, 3) if self.last_sample else 0.0,
-            "interfaces": ifaces,
-            "links": [self.link_dict(lk, now) for lk in self.links.values()],
-            "kernel_timestamps": bool(self.probe and self.probe.kernel_timestamps),
-            "paused": self.paused,
-            # conditions of this node the user must fix, in words (local clients show them)
-            "warnings": self._warnings(),
-            "counters": counters,
-        }
+        return views.snapshot(
+            node_id=self.node_id, name=self.settings.name, interval=self.interval,
+            now=self.clock(), last_sample=self.last_sample, monitor=self.monitor,
+            links=self.links.values(),
+            kernel_timestamps=bool(self.probe and self.probe.kernel_timestamps),
+            paused=self.paused, warnings=self._warnings(), counters=counters,
+        )
 
     def _warnings(self) -> list[str]:
         out = []
@@ -854,36 +678,7 @@ class Agent:
         return out
 
     def cluster(self) -> dict[str, Any]:
-        now = self.clock()
-        own = self.snapshot()
-        nodes = [{**own, "age_s": own["data_age_s"], "reachable": True,
-                  "authenticated": self.key is not None}]
-        for p in self.peers.values():
-            if p.snapshot is None or p.snapshot_at is None:
-                continue
-            age = (now - p.snapshot_at) + p.snapshot.data_age_s
-            nodes.append(
-                {
-                    **dump(p.snapshot),
-                    "age_s": round(age, 3),
-                    "reachable": p.reachable,
-                    "authenticated": p.authenticated,
-                }
-            )
-        peers = [
-            {
-                "key": p.key,
-                "id": p.id,
-                "name": p.name,
-                "sources": sorted(p.sources),
-                "addresses": [f"{a}:{port}" for a, port in p.addresses],
-                "up": p.was_up,
-                "reachable": p.reachable,
-                "authenticated": p.authenticated,
-                "last_error": p.last_error,
-            }
-            for p in self.peers.values()
-        ]
+        """Every node's snapshot with its age, our peer table and mDNS (/v1/cluster)."""
         d = self.discovery
         discovery = {
             "mdns": self.settings.mdns,
@@ -891,20 +686,14 @@ class Agent:
             "problem": d.problem if d else None,
             "ignored": [vars(i).copy() for i in d.ignored] if d else [],
         }
-        return {"self": self.node_id, "nodes": nodes, "peers": peers, "discovery": discovery}
+        return views.cluster(node_id=self.node_id, own=self.snapshot(),
+                             authenticated=self.key is not None, peers=self.peers.values(),
+                             now=self.clock(), discovery=discovery)
 
     def history(self, link_id: str | None, iface: str | None, seconds: float) -> dict | None:
-        since = self.wall(self.clock()) - seconds
-        if link_id is not None:
-            for lk in self.links.values():
-                if lk.id == link_id:
-                    return {"link": link_id, "interval_s": self.interval,
-                            **lk.history.since(since)}
-            return None
-        if iface is not None and iface in self.ifaces:
-            return {"interface": iface, "interval_s": self.interval,
-                    **self.ifaces[iface].history.since(since)}
-        return None
+        return views.history(links=self.links.values(), ifaces=self.monitor.ifaces,
+                             link_id=link_id, iface=iface,
+                             since=self.wall(self.clock()) - seconds, interval=self.interval)
 
     # -- events ------------------------------------------------------------------------
     def _log_event(self, event: dict[str, Any]) -> None:
@@ -937,6 +726,7 @@ class Agent:
             for p in self.peers.values():
                 p.authenticated = False
         old, self.settings = self.settings, new
+        self.monitor.settings = new
         self.sat_params = SaturationParams(
             threshold=new.threshold, sustain_s=new.sustain, clear_s=new.clear,
             cooldown_s=new.cooldown,
@@ -947,10 +737,7 @@ class Agent:
         self.table.down_after_s = new.down_after * new.interval
         if new.interval != old.interval:
             self.interval = new.interval
-            self.rates.window_s = new.interval
-            size = ring_size(new.interval)
-            for st in self.ifaces.values():
-                st.history.resize(size)
+            self.monitor.set_interval(new.interval)
             if self.probe is not None:
                 self.probe.timeout_s = max(1.0, new.interval)
             if self._tasks:
@@ -1008,8 +795,7 @@ class Agent:
                                         sock_options=options)
         rates = [r for r in (result["up_mbit_s"], result["down_mbit_s"]) if r]
         if link.local_interface and rates:
-            self.measured_mbit[link.local_interface] = max(rates)
-            self.measured_at[link.local_interface] = result["measured_at"]
+            self.monitor.measured(link.local_interface, max(rates), result["measured_at"])
         log.info("capacity of the link to %s via %s: %s Mbit/s up, %s Mbit/s down",
                  link.peer.name or link.target[0], link.local_interface,
                  result["up_mbit_s"], result["down_mbit_s"])
@@ -1069,9 +855,8 @@ class Agent:
             h11_max_incomplete_event_size=16 * 1024,
         )
         self._server = _Server(config)
-        self.nics = sampler.read_nics()
         # Kinds first: mDNS skips VPN interfaces by their kind.
-        self._update_ifaces(self.nics, self.clock())
+        self.monitor.update(sampler.read_nics(), self.clock())
         await self._resolve_peers()
         if s.mdns:
             missing = [a for a in s.mdns_interfaces
@@ -1124,9 +909,7 @@ class Agent:
         self._fetching = {}
         if self._discovery_task is not None:
             await asyncio.gather(self._discovery_task, return_exceptions=True)
-        if self._classify_task is not None:
-            # networksetup has its own timeout; its thread ends by itself
-            await asyncio.gather(self._classify_task, return_exceptions=True)
+        await self.monitor.stop()
         if self.discovery is not None:
             await self.discovery.stop()  # sends the goodbye
         if self.probe is not None:

@@ -178,3 +178,38 @@ def parse_snapshot(
 
 def dump(snap: Snapshot) -> dict:
     return snap.model_dump(mode="json", by_alias=True)
+
+
+# -- the wire format, defined once --------------------------------------------------------
+# This node builds its snapshot from these names (agent/views.py checks every dict it
+# builds against them), and peers parse it with the models above: a field added to one
+# side and not the other fails at once, in any test that builds a snapshot.
+
+
+def wire_names(model: type[BaseModel]) -> frozenset[str]:
+    """The JSON names of a model's fields (aliases where given)."""
+    return frozenset(f.alias or name for name, f in model.model_fields.items())
+
+
+#: what a node's own snapshot carries beyond the shared schema, for local clients (the
+#: tray app, `exotray status`, scripts); peers ignore them (extra="ignore")
+LOCAL_SNAPSHOT_FIELDS = frozenset({"proto", "kernel_timestamps", "paused", "warnings",
+                                   "counters"})
+
+WIRE_FIELDS: dict[str, frozenset[str]] = {
+    "node": wire_names(Node),
+    "interface": wire_names(Interface),
+    "link": wire_names(Link),
+    "snapshot": wire_names(Snapshot) | LOCAL_SNAPSHOT_FIELDS,
+}
+
+
+def on_wire(kind: str, record: dict) -> dict:
+    """`record` itself, once its keys are exactly the wire fields of `kind`."""
+    expected = WIRE_FIELDS[kind]
+    if record.keys() != expected:
+        missing = sorted(expected - record.keys())
+        extra = sorted(record.keys() - expected)
+        raise ValueError(f"{kind} does not match the schema: missing {missing}, "
+                         f"not in the schema {extra}")
+    return record

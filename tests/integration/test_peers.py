@@ -112,3 +112,32 @@ def test_stale_mdns_address_is_dropped_once_another_answers(tmp_path):
     clock2.t += 60
     agent2.table.prune(clock2())
     assert len(agent2.links) == 1
+
+
+def _state(agent):
+    links = [(lk.target, lk.up, lk.last_reply, lk.path.pinned, lk.local_interface)
+             for lk in agent.links.values()]
+    peers = [(p.key, p.was_up, p.down_since, p.snapshot_at) for p in agent.peers.values()]
+    return links, peers, agent.events.last_seq
+
+
+def test_reading_the_snapshot_changes_nothing(tmp_path):
+    """Liveness and peer events move on the probe tick only: a snapshot or cluster read
+    (every UI poll, every peer's fetch) is a pure read, even when it is overdue."""
+    agent, clock = _agent(tmp_path)
+    agent.table.mdns_found(_rec(addrs=("10.213.0.2",)))
+    target = ("10.213.0.2", 52480)
+    agent._on_reply(target, clock(), 0.4)
+    assert agent.links[target].up
+    clock.t += 60  # far past down_after: the next liveness update takes it down
+    before = _state(agent)
+    first = agent.snapshot()
+    for _ in range(3):
+        assert agent.snapshot() == first
+        agent.cluster()
+        agent.history(first["links"][0]["id"], None, 600)
+    assert _state(agent) == before
+    assert first["links"][0]["state"] == "up"  # as of the last tick, not recomputed
+    agent.table.update_liveness(clock())  # the tick
+    assert not agent.links[target].up
+    assert [e["type"] for e in agent.events.after(0)] == ["peer_up", "peer_down"]

@@ -1,0 +1,199 @@
+"""The interface monitor: what each local interface is and carries.
+
+Owns the interface list (sampler.NicInfo per name), byte counters and the rates made
+from them, each interface's kind and label (interfaces.py), its capacity (user
+override > measured > NIC speed > kind rule) and its history ring. Blocking OS calls
+stay off the event loop: macOS's `networksetup` classification runs in a worker thread,
+and until it answers a new interface is classified by its name. It calls the OS only
+through sampler.py and the classifier; it knows nothing of peers or links.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from exotray.agent import sampler
+from exotray.agent.interfaces import InterfaceClassifier
+from exotray.agent.links import r
+from exotray.core import capacity as cap
+from exotray.core.history import IFACE_COLUMNS, Ring, ring_size
+from exotray.core.settings import Settings
+from exotray.core.stats import Rate, RateMeter
+
+log = logging.getLogger(__name__)
+
+#: a vanished interface is forgotten after this long
+VANISHED_FORGET_S = 3600.0
+
+
+@dataclass
+class IfaceState:
+    name: str
+    kind: str
+    label: str
+    up: bool
+    addresses: tuple[str, ...]
+    rate: Rate | None
+    capacity: cap.Capacity
+    history: Ring
+    vanished_at: float | None = None
+
+
+class InterfaceMonitor:
+    def __init__(self, settings: Settings, classifier: InterfaceClassifier,
+                 interval: float) -> None:
+        #: the agent replaces this when settings change (capacity overrides)
+        self.settings = settings
+        self.classifier = classifier
+        self.interval = interval
+        self.nics: dict[str, sampler.NicInfo] = {}
+        self.ifaces: dict[str, IfaceState] = {}
+        self.rates = RateMeter(window_s=interval)
+        #: the latest raw byte counters per interface (for /metrics)
+        self.raw_counters: dict[str, tuple[int, int]] = {}
+        self.measured_mbit: dict[str, float] = {}
+        self.measured_at: dict[str, float] = {}
+        #: capacity names not seen as an interface yet -> since when; those warned about
+        self._capacity_pending: dict[str, float] = {}
+        self._capacity_warned: set[str] = set()
+        self._classify_task: asyncio.Task | None = None
+
+    # -- reading -----------------------------------------------------------------------
+    def read(self, full: bool) -> tuple[dict[str, tuple[int, int]], dict[str, sampler.NicInfo]]:
+        """Counters, and (when `full`) a fresh interface list; OSError when unreadable."""
+        counters = sampler.read_counters()
+        nics = sampler.read_nics() if full else self.nics
+        self.raw_counters = counters
+        return counters, nics
+
+    def update(self, nics: dict[str, sampler.NicInfo], now: float) -> bool:
+        """Take a fresh interface list; return whether any address changed."""
+        if set(nics) != set(self.nics):
+            self.classifier.refresh()
+        addresses_changed = {n: i.addresses for n, i in nics.items()} != {
+            n: i.addresses for n, i in self.nics.items()
+        }
+        self.nics = nics
+        self._check_capacity_names(now)
+        unclassified = []
+        for name, nic in nics.items():
+            st = self.ifaces.get(name)
+            if self.classifier.blocking:
+                # macOS: networksetup may take seconds; never on the loop. Until the
+                # worker thread has classified a new interface, its name decides.
+                found = self.classifier.peek(name)
+                if found is None:
+                    unclassified.append(name)
+                    found = (st.kind, st.label) if st else self.classifier.provisional(name)
+                kind, label = found
+            else:
+                kind, label = self.classifier.classify(name)
+            capacity = self.capacity_of(name, kind, nic)
+            if st is None:
+                st = self.ifaces[name] = IfaceState(
+                    name, kind, label, nic.up, nic.addresses, None, capacity,
+                    Ring(IFACE_COLUMNS, ring_size(self.interval)),
+                )
+            st.kind, st.label, st.up, st.addresses, st.capacity = (
+                kind, label, nic.up, nic.addresses, capacity
+            )
+            st.vanished_at = None
+        if unclassified:
+            self._classify_in_background(unclassified)
+        for name, st in list(self.ifaces.items()):
+            if name not in nics:
+                if st.vanished_at is None:
+                    st.vanished_at = now
+                    st.rate = None
+                elif now - st.vanished_at > VANISHED_FORGET_S:
+                    del self.ifaces[name]
+        return addresses_changed
+
+    def update_rates(self, now: float, counters: dict[str, tuple[int, int]],
+                     nics: dict[str, sampler.NicInfo]) -> None:
+        # Impossible rates are judged against what the hardware can carry (the NIC's
+        # negotiated speed), never against a capacity the user gave: traffic above an
+        # override is real and is exactly what "over capacity" must show.
+        limits = {name: nic.speed_mbit * cap.MBIT for name, nic in nics.items()
+                  if nic.speed_mbit}
+        rates = self.rates.update(now, counters, limits)
+        for name, st in self.ifaces.items():
+            if st.vanished_at is None:
+                st.rate = rates.get(name, st.rate if name in counters else None)
+
+    def record_history(self, t: float) -> None:
+        for st in self.ifaces.values():
+            if st.rate is not None and st.vanished_at is None:
+                st.history.append(
+                    (t, r(st.rate.rx_bytes_per_s, 1), r(st.rate.tx_bytes_per_s, 1))
+                )
+
+    # -- what links ask ----------------------------------------------------------------
+    def numbers(self, name: str | None) -> tuple[Rate | None, cap.Capacity, float | None]:
+        """Rate, capacity and utilization of the interface `name` (a link's carrier)."""
+        st = self.ifaces.get(name) if name else None
+        if st is None or st.vanished_at is not None:
+            return None, cap.Capacity(None, "unknown"), None
+        rate = st.rate
+        util = cap.utilization(
+            rate.rx_bytes_per_s if rate else None,
+            rate.tx_bytes_per_s if rate else None,
+            st.capacity.bytes_per_s,
+        )
+        return rate, st.capacity, util
+
+    def label(self, name: str | None) -> str | None:
+        st = self.ifaces.get(name) if name else None
+        return st.label if st else None
+
+    # -- capacity ----------------------------------------------------------------------
+    def capacity_of(self, name: str, kind: str, nic: sampler.NicInfo | None) -> cap.Capacity:
+        return cap.resolve(
+            override_mbit=self.settings.capacity.get(name),
+            measured_mbit=self.measured_mbit.get(name),
+            nic_speed_mbit=nic.speed_mbit if nic else None,
+            kind_mbit=cap.kind_rule_mbit(kind),
+        )
+
+    def measured(self, name: str, mbit: float, at: float) -> None:
+        """A capacity test measured `mbit` through interface `name` (used from the next
+        full sample on)."""
+        self.measured_mbit[name] = mbit
+        self.measured_at[name] = at
+
+    def set_interval(self, interval: float) -> None:
+        self.interval = interval
+        self.rates.window_s = interval
+        size = ring_size(interval)
+        for st in self.ifaces.values():
+            st.history.resize(size)
+
+    def _check_capacity_names(self, now: float) -> None:
+        """Warn once about a capacity given for an interface that has not appeared within
+        capacity_warn_after seconds (from start, or from when the setting was made): most
+        likely a typo, and its capacity is silently unused."""
+        for name, mbit in self.settings.capacity.items():
+            if name in self.nics or name in self._capacity_warned:
+                continue
+            since = self._capacity_pending.setdefault(name, now)
+            if now - since >= self.settings.capacity_warn_after:
+                self._capacity_warned.add(name)
+                log.warning("capacity %s=%g Mbit/s: no interface named %r has appeared in "
+                            "%.0f s, so this capacity is not used (interfaces here: %s)",
+                            name, mbit, name, now - since, ", ".join(sorted(self.nics)))
+
+    # -- the worker thread ---------------------------------------------------------------
+    def _classify_in_background(self, names: list[str]) -> None:
+        """One worker-thread classification at a time; the next tick reads its cache."""
+        task = self._classify_task
+        if task is not None and not task.done():
+            return
+        self._classify_task = asyncio.get_running_loop().create_task(
+            asyncio.to_thread(self.classifier.classify_all, names), name="classify")
+
+    async def stop(self) -> None:
+        if self._classify_task is not None:
+            # networksetup has its own timeout; its thread ends by itself
+            await asyncio.gather(self._classify_task, return_exceptions=True)

@@ -1,0 +1,131 @@
+"""Pure views: this node's snapshot, the cluster view and history, built from the parts'
+current state. Reading changes nothing: no liveness update, no event, no I/O (liveness
+moves on the probe tick only). The wire names come from core/schema.py (`on_wire`), the
+same definitions peers parse with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from exotray import PROTO, __version__
+from exotray.agent.links import Link, r
+from exotray.agent.monitor import IfaceState, InterfaceMonitor
+from exotray.agent.peers import Peer
+from exotray.core.events import iso
+from exotray.core.schema import SCHEMA_VERSION, dump, on_wire
+
+
+def link_dict(link: Link, now: float, monitor: InterfaceMonitor) -> dict[str, Any]:
+    s = link.rtt.summary(now)
+    rate, capacity, util = monitor.numbers(link.local_interface)
+    return on_wire("link", {
+        "id": link.id,
+        "peer_id": link.peer.id,
+        "peer_name": link.peer.name,
+        "local_interface": link.local_interface,
+        "local_label": monitor.label(link.local_interface),
+        "peer_address": link.target[0],
+        "peer_port": link.target[1],
+        "state": link.state,
+        "rtt_ms": r(s.median_ms),
+        "rtt_min_ms": r(s.min_ms),
+        "rtt_max_ms": r(s.max_ms),
+        "rtt_p90_ms": r(s.p90_ms),
+        "rtt_last_ms": r(s.last_ms),
+        "jitter_ms": r(s.jitter_ms),
+        "loss": r(s.loss),
+        "rx_bytes_per_s": r(rate.rx_bytes_per_s, 1) if rate else None,
+        "tx_bytes_per_s": r(rate.tx_bytes_per_s, 1) if rate else None,
+        "capacity_bytes_per_s": capacity.bytes_per_s,
+        "capacity_source": capacity.source,
+        "utilization": r(util),
+    })
+
+
+def iface_dict(st: IfaceState, measured_at: float | None) -> dict[str, Any]:
+    return on_wire("interface", {
+        "name": st.name,
+        "kind": st.kind,
+        "label": st.label,
+        "up": st.up,
+        "addresses": list(st.addresses),
+        "rx_bytes_per_s": r(st.rate.rx_bytes_per_s, 1) if st.rate else None,
+        "tx_bytes_per_s": r(st.rate.tx_bytes_per_s, 1) if st.rate else None,
+        "capacity_bytes_per_s": st.capacity.bytes_per_s,
+        "capacity_source": st.capacity.source,
+        "capacity_measured_at": iso(measured_at) if measured_at is not None else None,
+    })
+
+
+def snapshot(*, node_id: str, name: str, interval: float, now: float,
+             last_sample: float | None, monitor: InterfaceMonitor, links: Iterable[Link],
+             kernel_timestamps: bool, paused: bool, warnings: list[str],
+             counters: dict[str, int]) -> dict[str, Any]:
+    ifaces = [iface_dict(st, monitor.measured_at.get(st.name))
+              for st in sorted(monitor.ifaces.values(), key=lambda s: s.name)
+              if st.vanished_at is None]
+    return on_wire("snapshot", {
+        "schema": SCHEMA_VERSION,
+        "node": on_wire("node", {"id": node_id, "name": name, "version": __version__}),
+        "proto": PROTO,
+        "interval_s": interval,
+        "data_age_s": round(now - last_sample, 3) if last_sample else 0.0,
+        "interfaces": ifaces,
+        "links": [link_dict(lk, now, monitor) for lk in links],
+        "kernel_timestamps": kernel_timestamps,
+        "paused": paused,
+        # conditions of this node the user must fix, in words (local clients show them)
+        "warnings": warnings,
+        "counters": counters,
+    })
+
+
+def cluster(*, node_id: str, own: dict[str, Any], authenticated: bool,
+            peers: Iterable[Peer], now: float, discovery: dict[str, Any]) -> dict[str, Any]:
+    """This node's snapshot first, then every peer's latest valid one, each with its age
+    on our clock (the sender says how old its data was)."""
+    peers = list(peers)
+    nodes = [{**own, "age_s": own["data_age_s"], "reachable": True,
+              "authenticated": authenticated}]
+    for p in peers:
+        if p.snapshot is None or p.snapshot_at is None:
+            continue
+        age = (now - p.snapshot_at) + p.snapshot.data_age_s
+        nodes.append(
+            {
+                **dump(p.snapshot),
+                "age_s": round(age, 3),
+                "reachable": p.reachable,
+                "authenticated": p.authenticated,
+            }
+        )
+    table = [
+        {
+            "key": p.key,
+            "id": p.id,
+            "name": p.name,
+            "sources": sorted(p.sources),
+            "addresses": [f"{a}:{port}" for a, port in p.addresses],
+            "up": p.was_up,
+            "reachable": p.reachable,
+            "authenticated": p.authenticated,
+            "last_error": p.last_error,
+        }
+        for p in peers
+    ]
+    return {"self": node_id, "nodes": nodes, "peers": table, "discovery": discovery}
+
+
+def history(*, links: Iterable[Link], ifaces: dict[str, IfaceState], link_id: str | None,
+            iface: str | None, since: float, interval: float) -> dict | None:
+    if link_id is not None:
+        for lk in links:
+            if lk.id == link_id:
+                return {"link": link_id, "interval_s": interval, **lk.history.since(since)}
+        return None
+    if iface is not None and iface in ifaces:
+        return {"interface": iface, "interval_s": interval,
+                **ifaces[iface].history.since(since)}
+    return None
