@@ -18,6 +18,7 @@ import contextlib
 import logging
 import re
 import sys
+import threading
 from pathlib import Path
 
 import httpx
@@ -92,6 +93,8 @@ class AgentSupervisor(QObject):
     stateChanged = Signal(str)
     #: why the agent is not running (one line), or None once it runs again
     problemChanged = Signal(object)
+    #: (check token, whether an agent answered), from the checking thread
+    _answered = Signal(int, bool)
 
     def __init__(self, port: int, args: list[str] | None = None,
                  parent: QObject | None = None) -> None:
@@ -107,6 +110,9 @@ class AgentSupervisor(QObject):
         self._healthy.setSingleShot(True)
         self._healthy.timeout.connect(self._reset_backoff)
         self.problem: str | None = None
+        self._checks = 0
+        self._pending: dict[int, object] = {}
+        self._answered.connect(self._on_answered)
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
         self._partial = b""
         self.config_file = config_of(self.args)
@@ -122,11 +128,31 @@ class AgentSupervisor(QObject):
             self.stateChanged.emit(state)
 
     def start(self) -> None:
+        """Attach to an agent that answers on our port, else start ours. Nothing here
+        waits on the GUI thread: the check runs in a thread, the start is signalled."""
         self._stopping = False
-        if agent_answers(self.port):
+        self._set("starting")
+        self._check_then(self._attach_or_spawn)
+
+    def _check_then(self, then) -> None:
+        """Ask (off the GUI thread) whether an agent answers; `then(answers)` runs on the
+        GUI thread."""
+        self._checks += 1
+        token = self._checks
+        self._pending[token] = then
+        threading.Thread(target=lambda: self._answered.emit(token, agent_answers(self.port)),
+                         name="agent-check", daemon=True).start()
+
+    def _on_answered(self, token: int, answers: bool) -> None:
+        then = self._pending.pop(token, None)
+        if then is not None and not self._stopping:
+            then(answers)
+
+    def _attach_or_spawn(self, answers: bool) -> None:
+        if answers:
             self._set("attached")
-            return
-        self._spawn()
+        else:
+            self._spawn()
 
     def _set_problem(self, problem: str | None) -> None:
         if problem != self.problem:
@@ -150,9 +176,12 @@ class AgentSupervisor(QObject):
         self._stderr_tail.clear()
         self._partial = b""
         self.proc = proc
+        proc.started.connect(self._started)
         self._set("starting" if self.restarts == 0 else "restarting")
-        proc.start(program, args)
-        if proc.waitForStarted(5000):
+        proc.start(program, args)  # returns at once: `started` or `errorOccurred` follows
+
+    def _started(self) -> None:
+        if self.sender() is self.proc:
             self._set("running")
             self._healthy.start(30_000)  # alive for 30 s: the next crash restarts fast
 
@@ -227,10 +256,8 @@ class AgentSupervisor(QObject):
     def _respawn(self) -> None:
         if self._stopping:
             return
-        if agent_answers(self.port):  # somebody else started one meanwhile
-            self._set("attached")
-            return
-        self._spawn()
+        # somebody else may have started one meanwhile: attach to it then
+        self._check_then(self._attach_or_spawn)
 
     def stop(self) -> None:
         """Stop our child (never an agent we attached to)."""

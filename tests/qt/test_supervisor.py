@@ -30,7 +30,8 @@ def test_starts_restarts_and_stops_its_child(qtbot, tmp_path):
     states: list[str] = []
     sup.stateChanged.connect(states.append)
     sup.start()
-    assert sup.state == "running"
+    assert sup.state == "starting"  # the GUI thread did not wait for anything
+    qtbot.waitUntil(lambda: sup.state == "running", timeout=10_000)
     qtbot.waitUntil(lambda: agent_answers(port), timeout=10_000)
     pid = sup.proc.processId()
     os.kill(pid, signal.SIGKILL)
@@ -54,7 +55,8 @@ def test_attaches_to_a_running_agent_and_leaves_it_running(qtbot, tmp_path):
         a.wait_ready()
         sup = AgentSupervisor(port, _args(tmp_path))
         sup.start()
-        assert sup.state == "attached" and sup.proc is None
+        qtbot.waitUntil(lambda: sup.state == "attached", timeout=5000)
+        assert sup.proc is None
         sup.stop()
         assert a.proc.poll() is None and agent_answers(port)
         assert sup.state == "detached"  # not "stopped": it was never ours
@@ -116,3 +118,22 @@ def test_problem_line_picks_the_agents_last_word():
     assert problem_line(["Traceback (most recent call last):", "  File …",
                          "RuntimeError: boom"]) == "RuntimeError: boom"
     assert problem_line([]) is None
+
+
+def test_start_never_blocks_the_gui_thread_on_the_network(qtbot, tmp_path, monkeypatch):
+    """The attach check (an HTTP GET) runs in a thread: a slow answer (here 2 s) does not
+    hold up start(), and the result still decides (attach or spawn)."""
+    import time
+
+    from exotray.ui import supervisor as S
+
+    def slow_answers(port, host="127.0.0.1", timeout=0.5):
+        time.sleep(2.0)
+        return True
+
+    monkeypatch.setattr(S, "agent_answers", slow_answers)
+    sup = AgentSupervisor(free_port(), _args(tmp_path))
+    sup.start()
+    assert sup.state == "starting"  # had start() waited for the answer, it would be attached
+    qtbot.waitUntil(lambda: sup.state == "attached", timeout=5000)
+    sup.stop()
