@@ -12,9 +12,11 @@ import json
 import logging
 import math
 import secrets
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Any, Protocol
 
 import httpx
+from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -22,11 +24,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from exotray.agent import captest, control, metrics
-from exotray.agent.runtime import SIGNATURE_HEADER, ClusterKeyError, sign
-from exotray.core.settings import SettingsError
-
-if TYPE_CHECKING:
-    from exotray.agent.runtime import Agent
+from exotray.agent.keys import SIGNATURE_HEADER, ClusterKeyError, sign
+from exotray.core.events import EventLog
+from exotray.core.settings import Settings, SettingsError
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,29 @@ def _number(request: Request, name: str, default: float, lo: float, hi: float) -
     return value
 
 
-def create_app(agent: Agent) -> Starlette:
+class Services(Protocol):
+    """What the API needs of the agent, and all it may touch (runtime.Agent is one)."""
+
+    node_id: str
+    settings: Settings
+    paused: bool
+    config_file: Path | None
+    control_token: str | None
+    key: bytes | None
+    events: EventLog
+    captest: captest.CapacityTester | None
+
+    def snapshot(self) -> dict[str, Any]: ...
+    def cluster(self) -> dict[str, Any]: ...
+    def history(self, link_id: str | None, iface: str | None,
+                seconds: float) -> dict | None: ...
+    def reconfigure(self, new: Settings) -> None: ...
+    def set_paused(self, paused: bool) -> None: ...
+    async def measure(self, peer: str, interface: str | None, seconds: float,
+                      streams: int) -> dict[str, Any]: ...
+
+
+def create_app(agent: Services, registry: CollectorRegistry) -> Starlette:
     async def snapshot(request: Request) -> JSONResponse:
         resp = JSONResponse(agent.snapshot())
         if agent.key is not None:  # peers with the cluster key check this signature
@@ -170,8 +192,6 @@ def create_app(agent: Agent) -> Starlette:
             return _error(400, 'expected {"paused": true|false}')
         agent.set_paused(body["paused"])
         return JSONResponse(_settings_view())
-
-    registry = metrics.registry_for(agent)
 
     async def prometheus(request: Request) -> Response:
         return Response(metrics.exposition(registry), media_type=metrics.CONTENT_TYPE)

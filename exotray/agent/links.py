@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from exotray.agent import onlink
 from exotray.core.history import LINK_COLUMNS, Ring, ring_size
-from exotray.core.saturation import SaturationDetector, SaturationParams
+from exotray.core.saturation import SaturationDetector, SaturationParams, Transition
 from exotray.core.stats import Rate, RttWindow
 
-if TYPE_CHECKING:
-    from exotray.agent.peers import Peer
-    from exotray.core.saturation import Transition
-
 Target = tuple[str, int]
+
+
+class PeerRef(Protocol):
+    """What a link knows of its peer (peers.Peer is one; links.py does not import it)."""
+
+    key: str
+    id: str | None
+    name: str | None
 
 
 def r(x: float | None, nd: int = 4) -> float | None:
@@ -32,7 +36,7 @@ def r(x: float | None, nd: int = 4) -> float | None:
 class Link:
     target: Target
     id: str
-    peer: Peer
+    peer: PeerRef
     rtt: RttWindow
     detector: SaturationDetector
     history: Ring
@@ -60,7 +64,7 @@ def rtt_window_s(interval: float) -> float:
     return max(10.0, 10 * interval)
 
 
-def new_link(node_id: str, peer: Peer, target: Target, interval: float,
+def new_link(node_id: str, peer: PeerRef, target: Target, interval: float,
              params: SaturationParams) -> Link:
     return Link(
         target=target,

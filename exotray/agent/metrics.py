@@ -8,7 +8,7 @@ exposition). Base units: seconds, bytes, ratios; counters end in _total.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -23,14 +23,34 @@ from exotray import PROTO, __version__
 from exotray.core.events import EVENT_TYPES
 
 if TYPE_CHECKING:
-    from exotray.agent.runtime import Agent
+    from exotray.agent.links import Link, Target
+    from exotray.agent.monitor import InterfaceMonitor
+    from exotray.agent.probe import ProbeSocket
+    from exotray.agent.sharing import Sharing
+    from exotray.core.events import EventLog
+    from exotray.core.settings import Settings
+
+
+class Source(Protocol):
+    """What /metrics reads of the agent (runtime.Agent is one)."""
+
+    settings: Settings
+    node_id: str
+    events: EventLog
+    probe: ProbeSocket | None
+    monitor: InterfaceMonitor
+    sharing: Sharing
+    links: dict[Target, Link]
+
+    def clock(self) -> float: ...
+    def link_dict(self, link: Link, now: float) -> dict: ...
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LINK_LABELS = ["node", "peer", "peer_address", "interface", "kind"]
 
 
 class AgentCollector(Collector):
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Source) -> None:
         self.agent = agent
 
     def collect(self) -> Iterator[Metric]:
@@ -59,7 +79,8 @@ class AgentCollector(Collector):
         for link in a.links.values():
             d = a.link_dict(link, now)
             iface = d["local_interface"] or ""
-            kind = a.ifaces[iface].kind if iface in a.ifaces else ""
+            ifaces = a.monitor.ifaces
+            kind = ifaces[iface].kind if iface in ifaces else ""
             labels = [node, d["peer_name"] or d["peer_address"], d["peer_address"], iface, kind]
             for stat, key in (("median", "rtt_ms"), ("min", "rtt_min_ms"),
                               ("max", "rtt_max_ms"), ("p90", "rtt_p90_ms")):
@@ -84,7 +105,7 @@ class AgentCollector(Collector):
         cap = GaugeMetricFamily("exotray_interface_capacity_bytes_per_second",
                                 "Capacity of the interface (absent when unknown)",
                                 labels=[*iface_labels, "source"])
-        for name, st in sorted(a.ifaces.items()):
+        for name, st in sorted(a.monitor.ifaces.items()):
             if st.vanished_at is not None:
                 continue
             labels = [node, name, st.kind]
@@ -111,12 +132,12 @@ class AgentCollector(Collector):
         rejected = CounterMetricFamily("exotray_snapshots_rejected",
                                        "Peers' snapshots dropped, by reason",
                                        labels=["node", "reason"])
-        for reason, n in sorted(a.rejections.items()):
+        for reason, n in sorted(a.sharing.rejections.items()):
             rejected.add_metric([node, reason], float(n))
         yield rejected
 
 
-def registry_for(agent: Agent) -> CollectorRegistry:
+def registry_for(agent: Source) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(AgentCollector(agent))
     return registry

@@ -11,11 +11,12 @@ through sampler.py and the classifier; it knows nothing of peers or links.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 from dataclasses import dataclass
 
 from exotray.agent import sampler
-from exotray.agent.interfaces import InterfaceClassifier
+from exotray.agent.interfaces import InterfaceClassifier, mdns_by_default
 from exotray.agent.links import r
 from exotray.core import capacity as cap
 from exotray.core.history import IFACE_COLUMNS, Ring, ring_size
@@ -147,6 +148,30 @@ class InterfaceMonitor:
     def label(self, name: str | None) -> str | None:
         st = self.ifaces.get(name) if name else None
         return st.label if st else None
+
+    # -- what mDNS asks --------------------------------------------------------------------
+    def mdns_addresses(self, wanted: tuple[str, ...] | list[str]) -> list[str]:
+        """IPv4 addresses to announce and browse on: the `wanted` ones (--mdns-interface),
+        or every up, multicast-capable, non-loopback interface's."""
+        out: list[str] = []
+        for name, nic in self.nics.items():
+            if not nic.up or nic.loopback:
+                continue
+            st = self.ifaces.get(name)
+            if not wanted and st is not None and not mdns_by_default(name, st.kind):
+                continue  # VPNs and macOS-internal interfaces: see mdns_by_default
+            for addr, _prefix in nic.networks:
+                if (wanted and addr in wanted) or (not wanted and nic.multicast):
+                    out.append(addr)
+        return sorted(out)
+
+    def local_networks(self) -> list[ipaddress.IPv4Network]:
+        return [
+            ipaddress.IPv4Network(f"{a}/{p}", strict=False)
+            for nic in self.nics.values()
+            if nic.up
+            for a, p in nic.networks
+        ]
 
     # -- capacity ----------------------------------------------------------------------
     def capacity_of(self, name: str, kind: str, nic: sampler.NicInfo | None) -> cap.Capacity:

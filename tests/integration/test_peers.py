@@ -78,7 +78,7 @@ def test_peer_that_replied_then_went_silent(tmp_path):
     agent, clock = _agent(tmp_path)
     agent.table.mdns_found(_rec(addrs=("10.213.0.2",)))
     target = ("10.213.0.2", 52480)
-    agent._on_reply(target, clock(), 0.4)
+    agent.prober.on_reply(target, clock(), 0.4)
     assert agent.links[target].up and [e["type"] for e in agent.events.after(0)] == ["peer_up"]
     clock.t += 2.4  # under 2.5 intervals
     agent.table.update_liveness(clock())
@@ -97,12 +97,12 @@ def test_stale_mdns_address_is_dropped_once_another_answers(tmp_path):
     agent.table.mdns_found(_rec(addrs=("10.213.0.2", "10.213.0.12")))  # .2 is a cached old one
     for lk in agent.links.values():
         lk.first_probe = clock()
-    agent._on_reply(("10.213.0.12", 52480), clock(), 0.3)
+    agent.prober.on_reply(("10.213.0.12", 52480), clock(), 0.3)
     clock.t += 10
     agent.table.prune(clock())
     assert len(agent.links) == 2  # not yet
     clock.t += 6
-    agent._on_reply(("10.213.0.12", 52480), clock(), 0.3)
+    agent.prober.on_reply(("10.213.0.12", 52480), clock(), 0.3)
     agent.table.prune(clock())
     assert list(agent.links) == [("10.213.0.12", 52480)]
     # A peer whose only address never answered keeps it (it is simply down).
@@ -127,7 +127,7 @@ def test_reading_the_snapshot_changes_nothing(tmp_path):
     agent, clock = _agent(tmp_path)
     agent.table.mdns_found(_rec(addrs=("10.213.0.2",)))
     target = ("10.213.0.2", 52480)
-    agent._on_reply(target, clock(), 0.4)
+    agent.prober.on_reply(target, clock(), 0.4)
     assert agent.links[target].up
     clock.t += 60  # far past down_after: the next liveness update takes it down
     before = _state(agent)

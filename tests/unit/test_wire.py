@@ -43,7 +43,7 @@ def test_a_built_snapshot_round_trips_through_the_parser(tmp_path):
                                           "0.1.0", 1, 52480, ("10.213.0.2",)))
         link = next(iter(agent.links.values()))
         link.local_interface = "eth0"
-        agent._on_reply(link.target, agent.clock(), 0.4)
+        agent.prober.on_reply(link.target, agent.clock(), 0.4)
         return agent.snapshot()
 
     snap = asyncio.run(build())

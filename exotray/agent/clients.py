@@ -1,0 +1,69 @@
+"""The agent's outgoing HTTP clients: one shared client, and for a link pinned to an
+on-link interface that the route table would not pick for certain, one whose
+connections leave through that interface (bound_http.py). Used by sharing and by
+capacity tests."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+import httpx
+
+from exotray import __version__
+from exotray.agent import onlink
+from exotray.agent.bound_http import bind_options, bound_transport
+from exotray.agent.links import Link
+from exotray.agent.sampler import NicInfo
+
+
+class HttpClients:
+    def __init__(self, ifindex: onlink.IfIndex, nics: Callable[[], Mapping[str, NicInfo]],
+                 platform: Callable[[], str]) -> None:
+        self._ifindex = ifindex
+        self._nics = nics
+        self._platform = platform
+        self._shared: httpx.AsyncClient | None = None
+        #: clients whose connections leave through one interface: (name, index) -> client
+        self._via: dict[tuple[str, int], httpx.AsyncClient] = {}
+
+    @property
+    def shared(self) -> httpx.AsyncClient:
+        """Made on first use (an agent that never starts opens nothing)."""
+        if self._shared is None:
+            self._shared = httpx.AsyncClient(
+                timeout=httpx.Timeout(2.0, connect=1.0),
+                limits=httpx.Limits(max_connections=256, max_keepalive_connections=128),
+                headers={"user-agent": f"exotray/{__version__}"},
+                trust_env=False,
+            )
+        return self._shared
+
+    def for_link(self, link: Link | None) -> httpx.AsyncClient:
+        """The shared client, or the one bound to the interface `link` is pinned to."""
+        iface = link.path.pinned if link is not None and link.path.overrides_route else None
+        if iface is None:
+            return self.shared
+        index = self._ifindex.index(iface, self._nics())
+        options = bind_options(iface, index or 0, self._platform())
+        if index is None or not options:
+            return self.shared
+        client = self._via.get((iface, index))
+        if client is None:
+            for key in [k for k in self._via if k[0] == iface]:
+                old = self._via.pop(key)  # the interface was re-created
+                asyncio.get_running_loop().create_task(old.aclose())
+            client = self._via[(iface, index)] = httpx.AsyncClient(
+                transport=bound_transport(options, httpx.Limits(max_connections=64,
+                                                                max_keepalive_connections=32)),
+                timeout=self.shared.timeout, headers=self.shared.headers, trust_env=False,
+            )
+        return client
+
+    async def aclose(self) -> None:
+        if self._shared is not None:
+            await self._shared.aclose()
+            self._shared = None
+        for client in self._via.values():
+            await client.aclose()
+        self._via = {}

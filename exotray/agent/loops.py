@@ -1,0 +1,59 @@
+"""The agent's tasks, held by name ("api", "sample", "probe", "share", "resolve"):
+periodic ones on a fixed schedule (no drift, no overlap), restarted or stopped by name."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+log = logging.getLogger("exotray.agent.runtime")
+
+
+class Loops:
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.tasks: dict[str, asyncio.Task] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.tasks)
+
+    def run(self, name: str, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
+        """Run `coro` as the task `name` (replacing, cancelled, one of that name)."""
+        old = self.tasks.pop(name, None)
+        if old is not None:
+            old.cancel()
+        task = self.tasks[name] = asyncio.create_task(coro, name=name)
+        return task
+
+    def every(self, name: str, period: float, fn: Callable[[], Any]) -> asyncio.Task:
+        return self.run(name, self._every(period, fn))
+
+    def pop(self, name: str) -> asyncio.Task | None:
+        return self.tasks.pop(name, None)
+
+    async def stop(self) -> None:
+        """Cancel every task and wait for them to end."""
+        tasks, self.tasks = list(self.tasks.values()), {}
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _every(self, period: float, fn: Callable[[], Any]) -> None:
+        """Call fn (sync or async) on a fixed schedule; a slow call skips ticks, not drifts."""
+        next_at = self.clock()
+        while True:
+            try:
+                r = fn()
+                if asyncio.iscoroutine(r):
+                    await r
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug in one tick must not stop the agent
+                log.exception("error in %s", getattr(fn, "__name__", fn))
+            next_at += period
+            now = self.clock()
+            if next_at < now:
+                next_at = now + period - ((now - next_at) % period)
+            await asyncio.sleep(next_at - now)

@@ -1,0 +1,57 @@
+"""An active capacity test over one of our links (captest.py does the test itself):
+which link, through which interface and source address, and what it found."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from exotray.agent import onlink, sampler
+from exotray.agent.bound_http import bind_options
+from exotray.agent.captest import CapacityTester
+from exotray.agent.clients import HttpClients
+from exotray.agent.links import Link
+from exotray.agent.monitor import InterfaceMonitor
+
+log = logging.getLogger("exotray.agent.runtime")
+
+
+def pick_link(links: Iterable[Link], peer: str, interface: str | None) -> Link:
+    """Our link to `peer` (name, id or address), through `interface` when given, that is
+    up; LookupError saying why there is none."""
+    found = [lk for lk in links
+             if peer in (lk.peer.name, lk.peer.id, lk.target[0])
+             and (interface is None or lk.local_interface == interface)]
+    up = [lk for lk in found if lk.up]
+    if not found:
+        raise LookupError(f"no link to {peer!r}" + (f" via {interface}" if interface else ""))
+    if not up:
+        raise LookupError(f"the link to {peer!r} is down")
+    return up[0]
+
+
+async def measure(link: Link, *, tester: CapacityTester, clients: HttpClients,
+                  monitor: InterfaceMonitor, ifindex: onlink.IfIndex, platform: str,
+                  who: str, seconds: float, streams: int) -> dict[str, Any]:
+    src = sampler.source_address(link.target[0])
+    options: list = []
+    iface = link.path.pinned if link.path.overrides_route else None
+    nics = monitor.nics
+    if iface is not None:
+        # Measured through the interface the link is pinned to, as its probes are:
+        # the routes would send it elsewhere (e.g. a Mac's 169.254/16 via Wi-Fi).
+        index = ifindex.index(iface, nics)
+        options = bind_options(iface, index or 0, platform) if index else []
+        src = next((a for a, _ in nics[iface].networks), src) if iface in nics else src
+    result = await tester.run(clients.for_link(link), link.target[0], link.target[1],
+                              seconds=seconds, streams=streams, bind_ip=src, who=who,
+                              sock_options=options)
+    rates = [r for r in (result["up_mbit_s"], result["down_mbit_s"]) if r]
+    if link.local_interface and rates:
+        monitor.measured(link.local_interface, max(rates), result["measured_at"])
+    log.info("capacity of the link to %s via %s: %s Mbit/s up, %s Mbit/s down",
+             link.peer.name or link.target[0], link.local_interface,
+             result["up_mbit_s"], result["down_mbit_s"])
+    return {**result, "link_id": link.id, "interface": link.local_interface,
+            "peer_name": link.peer.name}

@@ -1,0 +1,136 @@
+"""Probing and paths: one UDP probe per link per tick, replies into RTT windows and
+liveness, and which local interface carries each link.
+
+A link is attributed to the interface that has its peer on-link (found by probing when
+several have), else to the one the route table sends from (onlink.py); its probes leave
+through that interface. The reflector answers an on-link requester through the
+interface its request arrived on. Owns the ProbeSocket (probe.py); reads interfaces from
+the monitor, links from the peer table, and tells the table of replies.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable
+
+from exotray.agent import onlink, sampler
+from exotray.agent.links import Link, Target
+from exotray.agent.monitor import InterfaceMonitor
+from exotray.agent.peers import PeerTable
+from exotray.agent.probe import ProbeSocket
+
+log = logging.getLogger(__name__)
+
+
+class Prober:
+    def __init__(self, table: PeerTable, monitor: InterfaceMonitor, ifindex: onlink.IfIndex,
+                 clock: Callable[[], float]) -> None:
+        self.table = table
+        self.monitor = monitor
+        self.ifindex = ifindex
+        self.clock = clock
+        self.socket: ProbeSocket | None = None
+        self._reply_via_cache: dict[tuple[str, int], int | None] = {}
+        self._reply_via_for: object = None
+
+    def open(self, bind: str, port: int, udp: socket.socket, *, timeout_s: float,
+             key: bytes | None) -> ProbeSocket:
+        self.socket = ProbeSocket(self.on_reply, self.on_lost, timeout_s=timeout_s,
+                                  clock=self.clock, key=key, reply_via=self.reply_via)
+        self.socket.open(bind, port, sock=udp)
+        return self.socket
+
+    def close(self) -> None:
+        if self.socket is not None:
+            self.socket.close()
+
+    def forget(self, target: Target) -> None:
+        """A link was dropped: its outstanding probes are not losses."""
+        if self.socket is not None:
+            self.socket.forget(target)
+
+    # -- the tick ----------------------------------------------------------------------
+    def tick(self, paused: bool) -> None:
+        """Expire old probes, send one per link, then move liveness (the only place,
+        with replies and goodbyes, where it moves)."""
+        probe = self.socket
+        assert probe is not None
+        probe.expire()
+        if paused:
+            return
+        now = self.clock()
+        for link in self.table.links.values():
+            if link.first_probe is None:
+                link.first_probe = now
+            self.send(link)
+        self.table.update_liveness(now)
+
+    def send(self, link: Link) -> None:
+        """One probe, through the link's on-link interface when it has one."""
+        probe = self.socket
+        assert probe is not None
+        nics = self.monitor.nics
+        iface = link.path.via()
+        index = self.ifindex.index(iface, nics) if iface is not None else None
+        if iface is not None and index is None:
+            link.route_checked = -1e9  # gone: the next full sample looks again
+        sent_at = probe.send(link.target, index)
+        if sent_at is not None:
+            link.path.sent(sent_at, iface if index is not None else None)
+        elif iface is not None and index is not None:
+            # e.g. the interface was re-created (a new index): look both up again
+            self.ifindex.forget(iface)
+            link.route_checked = -1e9
+
+    def on_reply(self, target: Target, sent_at: float, rtt_ms: float) -> None:
+        link = self.table.links.get(target)
+        if link is None:
+            return
+        link.rtt.reply(sent_at, rtt_ms)
+        pinned = link.path.replied(sent_at)
+        if pinned is not None:
+            link.local_interface = pinned
+            log.info("link to %s: answers through %s (on-link on %s)", target[0], pinned,
+                     ", ".join(link.path.candidates))
+        self.table.replied(link, self.clock())
+
+    def on_lost(self, target: Target, sent_at: float) -> None:
+        link = self.table.links.get(target)
+        if link is not None:
+            link.rtt.lost(sent_at)
+
+    # -- paths -------------------------------------------------------------------------
+    def route(self, link: Link, now: float, recheck: bool = False) -> None:
+        """Attribute the link to a local interface: the one that has the peer on-link
+        (found by probing when several have), else the one the route table sends from.
+        `recheck`: interfaces or addresses changed, so search an ambiguous link again."""
+        nics = self.monitor.nics
+        link.route_checked = now
+        src = sampler.source_address(link.target[0])
+        routed = sampler.interface_of(src, nics)
+        path = link.path
+        changed = path.update(onlink.candidates(link.target[0], nics), routed)
+        if not changed and recheck:
+            path.recheck()
+        link.local_interface = path.interface
+        if changed and path.onlink and (len(path.candidates) > 1 or path.interface != routed):
+            log.info("link to %s: on-link on %s (routes say %s): %s", link.target[0],
+                     ", ".join(path.candidates), routed or "none",
+                     "searching" if path.searching else f"through {path.interface}")
+
+    def reply_via(self, src: str, index: int) -> int | None:
+        """The reflector's choice: answer an on-link requester through the interface its
+        request arrived on (onlink.reply_through), else as the routes say."""
+        nics = self.monitor.nics
+        if self._reply_via_for is not nics:
+            self._reply_via_for = nics
+            self._reply_via_cache = {}
+        key = (src, index)
+        if key not in self._reply_via_cache:
+            if len(self._reply_via_cache) > 1024:
+                self._reply_via_cache.clear()
+            name = self.ifindex.name(index, nics)
+            self._reply_via_cache[key] = (
+                index if onlink.reply_through(src, name, nics) else None)
+        return self._reply_via_cache[key]

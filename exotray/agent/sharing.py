@@ -1,0 +1,137 @@
+"""Sharing: how this node learns its peers' snapshots.
+
+The rest of the agent sees only the `Sharing` interface: `tick()` once per interval,
+`stop()`, and the counters it keeps. What it learns it writes into the peer table's
+`Peer` (snapshot, snapshot_at, reachable, authenticated, last_error) and reports a
+peer's own id and name through `PeerTable.identified`. So replacing polling with a push
+protocol touches this module only (and the route it may add to the API).
+
+`PollSharing` (today): every interval, GET each peer's /v1/snapshot, one task per peer
+(a slow or hostile peer delays only itself), size-capped, HMAC-checked with a cluster
+key, validated by core/schema.py; refusals are counted by reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+import httpx
+
+from exotray.agent.clients import HttpClients
+from exotray.agent.keys import SIGNATURE_HEADER, signed_by
+from exotray.agent.peers import Peer, PeerTable
+from exotray.agent.throttle import Throttled
+from exotray.core.schema import MAX_SNAPSHOT_BYTES, SnapshotRejected, parse_snapshot
+
+log = logging.getLogger(__name__)
+
+
+class Sharing(Protocol):
+    #: snapshots_rejected, fetch_errors, snapshots_unauthenticated (in /v1/snapshot)
+    counters: dict[str, int]
+    #: refusals by SnapshotRejected reason (in /metrics)
+    rejections: dict[str, int]
+
+    def tick(self) -> None:
+        """Once per interval while monitoring runs."""
+
+    async def stop(self) -> None:
+        """End every connection and task it started."""
+
+
+class PollSharing:
+    def __init__(self, table: PeerTable, clients: HttpClients, *, node_id: str,
+                 key: Callable[[], bytes | None], interval: Callable[[], float],
+                 clock: Callable[[], float], throttled: Throttled) -> None:
+        self.table = table
+        self.clients = clients
+        self.node_id = node_id
+        self._key = key
+        self._interval = interval
+        self.clock = clock
+        self._throttled = throttled
+        self.counters: dict[str, int] = {"snapshots_rejected": 0, "fetch_errors": 0,
+                                         "snapshots_unauthenticated": 0}
+        self.rejections: dict[str, int] = {}
+        self._fetching: dict[str, asyncio.Task] = {}
+
+    def tick(self) -> None:
+        """Start a fetch for every peer whose previous one has finished: a slow or
+        hostile peer (slowloris) delays only itself, never the others' fetches."""
+        for key in [k for k, t in self._fetching.items() if t.done()]:
+            del self._fetching[key]
+        for p in self.table.peers.values():
+            if p.addresses and p.key not in self._fetching:
+                self._fetching[p.key] = asyncio.create_task(self._fetch(p),
+                                                            name=f"fetch-{p.key}")
+
+    async def stop(self) -> None:
+        for t in self._fetching.values():
+            t.cancel()
+        await asyncio.gather(*self._fetching.values(), return_exceptions=True)
+        self._fetching = {}
+
+    async def _get(self, peer: Peer) -> tuple[bytes, httpx.Headers]:
+        addr, port = self.table.best_target(peer, self.clock())
+        url = f"http://{addr}:{port}/v1/snapshot"
+        client = self.clients.for_link(self.table.links.get((addr, port)))
+        async with asyncio.timeout(max(0.5, min(2.0, self._interval()))):
+            async with client.stream("GET", url) as resp:
+                if resp.status_code != 200:
+                    raise httpx.HTTPStatusError(
+                        f"HTTP {resp.status_code}", request=resp.request, response=resp
+                    )
+                length = resp.headers.get("content-length")
+                if length and length.isdigit() and int(length) > MAX_SNAPSHOT_BYTES:
+                    raise SnapshotRejected("too_large", f"content-length {length}")
+                body = bytearray()
+                async for chunk in resp.aiter_bytes():
+                    body += chunk
+                    if len(body) > MAX_SNAPSHOT_BYTES:
+                        raise SnapshotRejected("too_large", f"over {MAX_SNAPSHOT_BYTES} bytes")
+        return bytes(body), resp.headers
+
+    async def _fetch(self, peer: Peer) -> None:
+        try:
+            body, headers = await self._get(peer)
+            key = self._key()
+            if key is not None and not signed_by(key, body, headers.get(SIGNATURE_HEADER, "")):
+                peer.authenticated = False
+                peer.snapshot = None
+                peer.reachable = True
+                peer.last_error = "unauthenticated: no or wrong cluster key"
+                self.counters["snapshots_unauthenticated"] += 1
+                self._throttled(f"auth:{peer.key}", logging.WARNING,
+                                "peer %s: snapshot without a valid cluster-key signature; "
+                                "not used", peer.key)
+                return
+            expected = peer.id if "mdns" in peer.sources else None
+            snap = parse_snapshot(body, own_id=self.node_id, expected_id=expected)
+        except SnapshotRejected as e:
+            self.counters["snapshots_rejected"] += 1
+            self.rejections[e.reason] = self.rejections.get(e.reason, 0) + 1
+            peer.reachable = True
+            peer.last_error = f"bad snapshot: {e}"
+            self._throttled(
+                f"reject:{peer.key}:{e.reason}", logging.WARNING,
+                "peer %s: snapshot dropped (%s)", peer.key, e,
+            )
+            return
+        except (httpx.HTTPError, TimeoutError, OSError) as e:
+            self.counters["fetch_errors"] += 1
+            peer.reachable = False
+            peer.last_error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            self._throttled(
+                f"fetch:{peer.key}", logging.INFO, "peer %s: snapshot fetch failed: %s",
+                peer.key, peer.last_error,
+            )
+            return
+        peer.snapshot = snap
+        peer.authenticated = self._key() is not None
+        peer.snapshot_at = self.clock()
+        peer.reachable = True
+        peer.last_error = None
+        self.table.identified(peer, snap.node.id, snap.node.name)
