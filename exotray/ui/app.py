@@ -28,6 +28,9 @@ from exotray.ui.tray import Tray, app_icon
 
 log = logging.getLogger(__name__)
 
+#: how often to look for a system tray that was not there at start
+TRAY_WATCH_MS = 2000
+
 
 class App(QObject):
     def __init__(self, port: int = DEFAULT_PORT, state_dir: Path | None = None,
@@ -58,18 +61,34 @@ class App(QObject):
             self.supervisor.stateChanged.connect(self._agent_state)
             self.supervisor.problemChanged.connect(self._agent_problem)
         self._notified_problem: str | None = None
+        # Started at login before the panel: look for a tray (XEmbed or
+        # StatusNotifierWatcher, whichever Qt's platform uses) until one appears.
+        self._tray_watch = QTimer(self)
+        self._tray_watch.setInterval(TRAY_WATCH_MS)
+        self._tray_watch.timeout.connect(self._tray_appeared)
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
         if not QSystemTrayIcon.isSystemTrayAvailable():
-            log.warning("no system tray is available (on GNOME: install the AppIndicator "
-                        "extension); the dashboard window opens instead")
+            log.warning("no system tray is available (yet: at login the panel may start "
+                        "after us; on GNOME install the AppIndicator extension); the "
+                        "dashboard window opens instead, and the icon goes to the tray "
+                        "when one appears")
+            self._tray_watch.start()
         self.tray.show()
         if self.supervisor is not None:
             self.supervisor.start()
         self.client.start()
 
+    def _tray_appeared(self) -> None:
+        if not QSystemTrayIcon.isSystemTrayAvailable():
+            return
+        self._tray_watch.stop()
+        log.info("a system tray appeared: the icon is in it now")
+        self.notifier.set_tray(self.tray.recreate())
+
     def quit(self) -> None:
+        self._tray_watch.stop()
         self.client.stop()
         if self.supervisor is not None:
             self.supervisor.stop()

@@ -216,6 +216,15 @@ class Notifier(QObject):
         except Exception as exc:
             self._log_once("notify", "notification failed: %s", exc)
 
+    def set_tray(self, tray: QSystemTrayIcon | None) -> None:
+        """Use another tray icon for the fallback balloon (the app made a new one)."""
+        if self._tray is not None:
+            with contextlib.suppress(RuntimeError, TypeError):
+                self._tray.messageClicked.disconnect(self._on_message_clicked)
+        self._tray = tray
+        if tray is not None:
+            tray.messageClicked.connect(self._on_message_clicked)
+
     def close(self) -> None:
         """Stop listening for clicks and forget pending notifications."""
         if self._closed:

@@ -63,13 +63,30 @@ class Tray(QObject):
         #: why the agent is not running (its last error line), shown under the summary
         self.problem: str | None = None
         self.state = "offline"
-        self.icon = QSystemTrayIcon(tray_icon("offline"), self)
         self.menu = QMenu()
         self.menu.aboutToShow.connect(self.rebuild_menu)
-        self.icon.setContextMenu(self.menu)
-        self.icon.activated.connect(self._activated)
+        self.icon = self._new_icon()
         self.rebuild_menu()
         self._update_icon()
+
+    def _new_icon(self) -> QSystemTrayIcon:
+        icon = QSystemTrayIcon(tray_icon(self.state), self)
+        icon.setContextMenu(self.menu)
+        icon.activated.connect(self._activated)
+        return icon
+
+    def recreate(self) -> QSystemTrayIcon:
+        """A new icon object for a tray that appeared after us: Qt picks its way to the
+        tray (StatusNotifierItem over D-Bus, or XEmbed) when the icon is created, so an
+        icon made while there was none would stay with a way that shows nothing."""
+        old = self.icon
+        old.hide()
+        old.setContextMenu(None)
+        self.icon = self._new_icon()
+        self._update_icon()
+        self.icon.show()
+        old.deleteLater()
+        return self.icon
 
     def show(self) -> None:
         self.icon.show()

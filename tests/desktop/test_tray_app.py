@@ -67,3 +67,35 @@ def test_tray_icon_embedded_and_saturation_notifies(tmp_path):
             app.wait(5)
         a.close()
         b.close()
+
+
+def test_icon_goes_to_a_tray_that_appears_after_the_app(tmp_path):
+    """At login the app may start before the panel: with no tray at start it opens the
+    window, and once a tray appears (trayer, XEmbed) the icon is embedded in it."""
+    port = free_port()
+    a = AgentProc(tmp_path, "studio-1", port, [])
+    app = None
+    try:
+        a.wait_ready()
+        with Desktop(tmp_path / "desktop", tray=False, notifications=False) as d:
+            app = subprocess.Popen(
+                [sys.executable, "-m", "exotray", "--port", str(port), "--no-mdns",
+                 "--state-dir", str(a.state)],
+                env={**d.env, "QT_QPA_PLATFORM": "xcb"},
+                stdout=open(tmp_path / "app.log", "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
+            )
+            assert wait_for(lambda: "no system tray is available" in
+                            (tmp_path / "app.log").read_text(), 15), \
+                (tmp_path / "app.log").read_text()
+            d._start_tray()  # the panel comes up after the app
+            assert wait_for(lambda: "a system tray appeared" in
+                            (tmp_path / "app.log").read_text(), 15)
+            assert wait_for(lambda: d.tray_icon_embedded("exotray"), 15, every=0.1), (
+                d.window_tree() + (tmp_path / "app.log").read_text())
+            app.send_signal(signal.SIGTERM)
+            assert app.wait(10) == 0
+    finally:
+        if app is not None and app.poll() is None:
+            app.kill()
+            app.wait(5)
+        a.close()
