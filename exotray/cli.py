@@ -367,8 +367,9 @@ def _gui_missing() -> str | None:
         import pyqtgraph  # noqa: F401
         import PySide6.QtWidgets  # noqa: F401
     except ImportError as e:
-        return (f"exotray: the tray app needs the GUI extra ({e.name} is missing): "
-                "pip install 'exotray[gui]'. On a server, run `exotray agent`.")
+        return (f"exotray: the tray app cannot load its GUI ({e.name} is missing from this "
+                "install): reinstall exotray (pip install --force-reinstall exotray). On a "
+                "server, run `exotray agent`.")
     return None
 
 

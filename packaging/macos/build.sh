@@ -17,8 +17,8 @@
 # --arch      universal2 needs a universal2 Python (python.org installer) and universal2
 #             wheels of every compiled dependency; default: the Python's own architecture.
 #
-# PYTHON: the interpreter with exotray (gui extra) and pyinstaller + pillow installed
-# (default .venv/bin/python if it exists, else python3): pip install -e '.[gui,package]'.
+# PYTHON: the interpreter with exotray and pyinstaller + pillow installed
+# (default .venv/bin/python if it exists, else python3): pip install -e '.[package]'.
 # Nothing is downloaded: the build works offline once those are installed.
 set -euo pipefail
 SELF="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
@@ -77,9 +77,9 @@ if [ -z "${PYTHON:-}" ]; then
 fi
 command -v "$PYTHON" >/dev/null || die "no Python at '$PYTHON' (set PYTHON)"
 "$PYTHON" -c 'import exotray, PySide6.QtWidgets, pyqtgraph' 2>/dev/null \
-    || die "$PYTHON cannot import exotray with its GUI: pip install -e '.[gui,package]'"
+    || die "$PYTHON cannot import exotray with its GUI: pip install -e '.[package]'"
 "$PYTHON" -m PyInstaller --version >/dev/null 2>&1 \
-    || die "$PYTHON has no PyInstaller: pip install -e '.[gui,package]'"
+    || die "$PYTHON has no PyInstaller: pip install -e '.[package]'"
 "$PYTHON" -c 'import PIL' 2>/dev/null || die "$PYTHON has no Pillow (for the .icns): pip install pillow"
 "$PYTHON" scripts/icons.py --check || die "icons missing: run scripts/icons.py"
 

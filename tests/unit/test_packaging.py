@@ -270,7 +270,6 @@ def test_pyside6_range_has_the_macos_tray_menu_fix_and_not_the_refcount_bug():
     < 6.12: 6.12.0 leaks a reference to None per void call (test_pyside_refcount.py)."""
     import tomllib
 
-    gui = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]["gui"]
-    pyside = next(d for d in gui if d.startswith("PySide6"))
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pyside = next(d for d in deps if d.startswith("PySide6"))
     assert ">=6.11.3" in pyside and "<6.12" in pyside
