@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from exotray.agent import onlink
+from exotray.core.capacity import Capacity
 from exotray.core.history import LINK_COLUMNS, Ring, ring_size
 from exotray.core.saturation import SaturationDetector, SaturationParams, Transition
+from exotray.core.settings import Settings
 from exotray.core.stats import Rate, RttWindow
 
 Target = tuple[str, int]
@@ -53,6 +55,11 @@ class Link:
         if not self.up:
             return "down"
         return "saturated" if self.detector.saturated else "up"
+
+
+def saturation_params(s: Settings) -> SaturationParams:
+    return SaturationParams(threshold=s.threshold, sustain_s=s.sustain, clear_s=s.clear,
+                            cooldown_s=s.cooldown)
 
 
 def link_id(node_id: str, target: Target) -> str:
@@ -108,3 +115,21 @@ def history_row(link: Link, now: float, t: float, rate: Rate | None,
             link.state,
         )
     )
+
+
+def saturation_event(link: Link, change: Transition, t: float, rate: Rate,
+                     capacity: Capacity, util: float | None, *, node: str,
+                     label: str | None) -> tuple[str, float, dict]:
+    """(type, at, fields) of the event that reports `change` on `link`."""
+    return ("link_saturated" if change.saturated else "link_cleared", t, dict(
+        link_id=link.id,
+        peer_id=link.peer.id,
+        peer_name=link.peer.name or link.peer.key,
+        node=node,
+        local_interface=link.local_interface,
+        local_label=label,
+        utilization=r(util),
+        rx_bytes_per_s=r(rate.rx_bytes_per_s, 1),
+        tx_bytes_per_s=r(rate.tx_bytes_per_s, 1),
+        capacity_bytes_per_s=capacity.bytes_per_s,
+    ))

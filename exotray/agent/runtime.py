@@ -1,22 +1,9 @@
-"""The agent: a small `Agent` that assembles parts with one job each (docs/design.md).
+"""The agent: a small `Agent` that assembles parts with one job each (see docs/design.md:
+peers, links, monitor, probing, sharing, views, api, loops) and runs their ticks.
 
-  peers.PeerTable         peers, addresses, merging, liveness, pruning (no I/O)
-  links                   per-link statistics: RTT window, detector, history, path
-  monitor.InterfaceMonitor  interface counters, rates, kinds, capacity
-  probing.Prober          UDP probes, replies, which interface carries each link
-  sharing.PollSharing     peers' snapshots (behind the `Sharing` interface)
-  views                   this node's snapshot, the cluster view, history: pure reads
-  api                     the HTTP API, on the narrow `api.Services` interface
-  loops.Loops             the periodic tasks, by name
-
-Loops, each on its own fixed schedule (no drift, no overlap):
-  * sample  (every interval / 4): interface counters -> rates -> link utilization ->
-    saturation detector -> events; interfaces, routes and history once per interval.
-  * probe   (interval / probes_per_interval): one UDP probe per link, timeouts, up/down.
-  * share   (every interval): sharing's tick, then pruning of the peer table.
-  * resolve (every 10 s until resolved): host names of manual peers.
-The HTTP API runs in the same loop (uvicorn on a socket we bind ourselves, so the TCP
-and UDP ports are known to be ours before anything starts).
+Loops, by name, each on a fixed schedule: sample (interval / 4; interfaces, routes and
+history once per interval), probe (interval / probes_per_interval), share (interval;
+then pruning), resolve (10 s), and api (uvicorn on a socket we bind ourselves).
 """
 
 from __future__ import annotations
@@ -25,10 +12,9 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,21 +30,21 @@ from exotray.agent.discovery import Discovery
 from exotray.agent.eventsink import EventSink
 from exotray.agent.interfaces import InterfaceClassifier
 from exotray.agent.keys import SIGNATURE_HEADER, ClusterKeyError, load_key, sign
-from exotray.agent.links import Link, Target, r
+from exotray.agent.links import Link, Target
 from exotray.agent.loops import Loops
 from exotray.agent.measuring import measure, pick_link
 from exotray.agent.metrics import registry_for
-from exotray.agent.monitor import IfaceState, InterfaceMonitor
+from exotray.agent.monitor import InterfaceMonitor
 from exotray.agent.peers import Peer, PeerTable
 from exotray.agent.probe import ProbeSocket
 from exotray.agent.probing import Prober
 from exotray.agent.resolver import resolve_manual_peers
+from exotray.agent.serve import bind_pair, make_server
 from exotray.agent.sharing import PollSharing, Sharing
 from exotray.agent.statedir import StartError, StateDirError, load_node_id, lock_state_dir
 from exotray.agent.throttle import Throttled
-from exotray.core import health, paths
+from exotray.core import paths
 from exotray.core.events import EventLog
-from exotray.core.saturation import SaturationParams
 from exotray.core.settings import Settings, parse_peer
 
 __all__ = ["SIGNATURE_HEADER", "Agent", "ClusterKeyError", "StartError", "StateDirError",
@@ -72,53 +58,10 @@ ROUTE_REFRESH_S = 5.0
 SUBSAMPLES = 4
 
 
-class _Server(uvicorn.Server):
-    """uvicorn inside our loop: the agent owns signals, not uvicorn."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-def bind_pair(bind: str, port: int, attempts: int = 20) -> tuple[socket.socket, socket.socket]:
-    """A listening TCP socket and a UDP socket on the same port number."""
-    for _ in range(attempts):
-        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            tcp.bind((bind, port))
-            real = tcp.getsockname()[1]
-            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            try:
-                udp.bind((bind, real))
-            except OSError:
-                udp.close()
-                raise
-        except OSError:
-            tcp.close()
-            if port != 0:
-                raise
-            continue
-        tcp.listen(128)
-        tcp.setblocking(False)
-        return tcp, udp
-    raise OSError(f"no port free for both TCP and UDP on {bind}")
-
-
-def _sat_params(s: Settings) -> SaturationParams:
-    return SaturationParams(threshold=s.threshold, sustain_s=s.sustain, clear_s=s.clear,
-                            cooldown_s=s.cooldown)
-
-
 class Agent:
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        wall: Callable[[], float] = time.time,
-        classifier: InterfaceClassifier | None = None,
-    ) -> None:
+    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time,
+                 classifier: InterfaceClassifier | None = None) -> None:
         self.settings = settings.validate()
         self.clock = clock
         self.key = load_key(Path(settings.key_file)) if settings.key_file else None
@@ -132,7 +75,7 @@ class Agent:
             raise StateDirError(
                 f"cannot use state dir {self.state_dir}: {e.strerror or e}") from None
         self.interval = settings.interval
-        self.sat_params = _sat_params(settings)
+        self.sat_params = linkstats.saturation_params(settings)
         self._mono0 = clock()
         self._wall0 = wall()
         self.platform = sys.platform
@@ -145,7 +88,7 @@ class Agent:
         self.captest: CapacityTester | None = None
         self.discovery: Discovery | None = None
         self._discovery_task: asyncio.Task | None = None
-        self._server: _Server | None = None
+        self._server: uvicorn.Server | None = None
         self._stop = asyncio.Event()
         self._throttled = Throttled(clock)
         self._sink = EventSink(self._throttled)
@@ -176,14 +119,6 @@ class Agent:
     def probe(self) -> ProbeSocket | None:
         return self.prober.socket
 
-    @property
-    def nics(self) -> dict[str, sampler.NicInfo]:
-        return self.monitor.nics
-
-    @property
-    def ifaces(self) -> dict[str, IfaceState]:
-        return self.monitor.ifaces
-
     def wall(self, mono: float) -> float:
         """Wall-clock time derived from the monotonic clock: steady across clock steps."""
         return self._wall0 + (mono - self._mono0)
@@ -192,9 +127,6 @@ class Agent:
         return linkstats.new_link(self.node_id, peer, target, self.interval, self.sat_params)
 
     # -- the ticks ---------------------------------------------------------------------
-    def _probe_tick(self) -> None:
-        self.prober.tick(self.paused)
-
     def _sample_tick(self) -> None:
         """Counters four times per interval (rates over a sliding interval, so saturation
         is seen within a quarter interval of being due); interfaces, routes and history
@@ -240,20 +172,10 @@ class Agent:
             return
         change = linkstats.detect(link, self.clock(), rate, util)
         if change is not None:
-            self.events.emit(
-                "link_saturated" if change.saturated else "link_cleared",
-                t,
-                link_id=link.id,
-                peer_id=link.peer.id,
-                peer_name=link.peer.name or link.peer.key,
-                node=self.settings.name,
-                local_interface=link.local_interface,
-                local_label=self.monitor.label(link.local_interface),
-                utilization=r(util),
-                rx_bytes_per_s=r(rate.rx_bytes_per_s, 1),
-                tx_bytes_per_s=r(rate.tx_bytes_per_s, 1),
-                capacity_bytes_per_s=capacity.bytes_per_s,
-            )
+            type_, at, fields = linkstats.saturation_event(
+                link, change, t, rate, capacity, util, node=self.settings.name,
+                label=self.monitor.label(link.local_interface))
+            self.events.emit(type_, at, **fields)
 
     def _peer_event(self, peer: Peer, up: bool, why: str) -> None:
         self.events.emit(
@@ -289,39 +211,19 @@ class Agent:
     def snapshot(self) -> dict[str, Any]:
         """This node's snapshot (/v1/snapshot). A pure read: liveness moves on the probe
         tick only."""
-        counters = dict(self.sharing.counters)
-        if self.probe is not None:
-            counters.update(self.probe.counters)
-        for k, v in self.monitor.rates.rejected.items():
-            counters[f"rates_rejected_{k}"] = v
-        try:
-            counters["asyncio_tasks"] = len(asyncio.all_tasks())
-        except RuntimeError:  # no running loop (a test calling snapshot() directly)
-            counters["asyncio_tasks"] = 0
-        warnings = []
-        if self.probe is not None and health.local_network_denied(
-                self.platform, self.probe.hostunreach_streak, len(self.links)):
-            warnings.append(health.LOCAL_NETWORK_DENIED)
         return views.snapshot(
             node_id=self.node_id, name=self.settings.name, interval=self.interval,
             now=self.clock(), last_sample=self.last_sample, monitor=self.monitor,
-            links=self.links.values(),
-            kernel_timestamps=bool(self.probe and self.probe.kernel_timestamps),
-            paused=self.paused, warnings=warnings, counters=counters,
+            links=self.links.values(), probe=self.probe, platform=self.platform,
+            paused=self.paused, shared_counters=self.sharing.counters,
         )
 
     def cluster(self) -> dict[str, Any]:
         """Every node's snapshot with its age, our peer table and mDNS (/v1/cluster)."""
-        d = self.discovery
-        discovery = {
-            "mdns": self.settings.mdns,
-            "addresses": list(d.addresses) if d else [],
-            "problem": d.problem if d else None,
-            "ignored": [vars(i).copy() for i in d.ignored] if d else [],
-        }
         return views.cluster(node_id=self.node_id, own=self.snapshot(),
                              authenticated=self.key is not None, peers=self.peers.values(),
-                             now=self.clock(), discovery=discovery)
+                             now=self.clock(),
+                             discovery=views.discovery(self.settings.mdns, self.discovery))
 
     def history(self, link_id: str | None, iface: str | None, seconds: float) -> dict | None:
         return views.history(links=self.links.values(), ifaces=self.monitor.ifaces,
@@ -341,7 +243,7 @@ class Agent:
                 p.authenticated = False
         old, self.settings = self.settings, new
         self.monitor.settings = new
-        self.sat_params = _sat_params(new)
+        self.sat_params = linkstats.saturation_params(new)
         changed_interval = new.interval if new.interval != old.interval else None
         for link in self.links.values():
             linkstats.retune(link, changed_interval, self.sat_params)
@@ -379,7 +281,7 @@ class Agent:
         """The periodic loops, (re)started on the current interval."""
         self.loops.every("sample", self.interval / SUBSAMPLES, self._sample_tick)
         self.loops.every("probe", self.interval / self.settings.probes_per_interval,
-                         self._probe_tick)
+                         lambda: self.prober.tick(self.paused))
         self.loops.every("share", self.interval, self._share_tick)
 
     async def start(self) -> None:
@@ -403,24 +305,13 @@ class Agent:
         # Listens only during a consented test, on an ephemeral port (or capacity_port).
         self.captest = CapacityTester(s.bind, s.capacity_port or None,
                                       allow=s.allow_capacity_tests)
-        config = uvicorn.Config(
-            create_app(self, registry_for(self)),
-            log_config=None,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            server_header=False,
-            timeout_keep_alive=30,
-            limit_concurrency=128,
-            h11_max_incomplete_event_size=16 * 1024,
-        )
-        self._server = _Server(config)
+        self._server = make_server(create_app(self, registry_for(self)))
         # Kinds first: mDNS skips VPN interfaces by their kind.
         self.monitor.update(sampler.read_nics(), self.clock())
         await resolve_manual_peers(self.table, self.clock)
         if s.mdns:
             missing = [a for a in s.mdns_interfaces
-                       if not any(a in n.addresses for n in self.nics.values())]
+                       if not any(a in n.addresses for n in self.monitor.nics.values())]
             for a in missing:
                 log.warning("--mdns-interface %s: no local interface has this address (yet)", a)
             self.discovery = Discovery(

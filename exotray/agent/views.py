@@ -6,15 +6,21 @@ same definitions peers parse with.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exotray import PROTO, __version__
 from exotray.agent.links import Link, r
 from exotray.agent.monitor import IfaceState, InterfaceMonitor
 from exotray.agent.peers import Peer
+from exotray.core import health
 from exotray.core.events import iso
 from exotray.core.schema import SCHEMA_VERSION, dump, on_wire
+
+if TYPE_CHECKING:
+    from exotray.agent.discovery import Discovery
+    from exotray.agent.probe import ProbeSocket
 
 
 def link_dict(link: Link, now: float, monitor: InterfaceMonitor) -> dict[str, Any]:
@@ -61,8 +67,22 @@ def iface_dict(st: IfaceState, measured_at: float | None) -> dict[str, Any]:
 
 def snapshot(*, node_id: str, name: str, interval: float, now: float,
              last_sample: float | None, monitor: InterfaceMonitor, links: Iterable[Link],
-             kernel_timestamps: bool, paused: bool, warnings: list[str],
-             counters: dict[str, int]) -> dict[str, Any]:
+             probe: ProbeSocket | None, platform: str, paused: bool,
+             shared_counters: dict[str, int]) -> dict[str, Any]:
+    links = list(links)
+    counters = dict(shared_counters)
+    if probe is not None:
+        counters.update(probe.counters)
+    for k, v in monitor.rates.rejected.items():
+        counters[f"rates_rejected_{k}"] = v
+    try:
+        counters["asyncio_tasks"] = len(asyncio.all_tasks())
+    except RuntimeError:  # no running loop (a test calling snapshot() directly)
+        counters["asyncio_tasks"] = 0
+    warnings = []
+    if probe is not None and health.local_network_denied(
+            platform, probe.hostunreach_streak, len(links)):
+        warnings.append(health.LOCAL_NETWORK_DENIED)
     ifaces = [iface_dict(st, monitor.measured_at.get(st.name))
               for st in sorted(monitor.ifaces.values(), key=lambda s: s.name)
               if st.vanished_at is None]
@@ -74,7 +94,7 @@ def snapshot(*, node_id: str, name: str, interval: float, now: float,
         "data_age_s": round(now - last_sample, 3) if last_sample else 0.0,
         "interfaces": ifaces,
         "links": [link_dict(lk, now, monitor) for lk in links],
-        "kernel_timestamps": kernel_timestamps,
+        "kernel_timestamps": bool(probe and probe.kernel_timestamps),
         "paused": paused,
         # conditions of this node the user must fix, in words (local clients show them)
         "warnings": warnings,
@@ -116,6 +136,16 @@ def cluster(*, node_id: str, own: dict[str, Any], authenticated: bool,
         for p in peers
     ]
     return {"self": node_id, "nodes": nodes, "peers": table, "discovery": discovery}
+
+
+def discovery(mdns: bool, d: Discovery | None) -> dict[str, Any]:
+    """What mDNS is doing, for `exotray status`."""
+    return {
+        "mdns": mdns,
+        "addresses": list(d.addresses) if d else [],
+        "problem": d.problem if d else None,
+        "ignored": [vars(i).copy() for i in d.ignored] if d else [],
+    }
 
 
 def history(*, links: Iterable[Link], ifaces: dict[str, IfaceState], link_id: str | None,

@@ -1,0 +1,58 @@
+"""The agent's listening sockets (TCP and UDP on one port number, bound before anything
+starts) and the HTTP server on the TCP one (uvicorn inside our loop)."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterator
+
+import uvicorn
+from starlette.applications import Starlette
+
+
+class _Server(uvicorn.Server):
+    """uvicorn inside our loop: the agent owns signals, not uvicorn."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def bind_pair(bind: str, port: int, attempts: int = 20) -> tuple[socket.socket, socket.socket]:
+    """A listening TCP socket and a UDP socket on the same port number."""
+    for _ in range(attempts):
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            tcp.bind((bind, port))
+            real = tcp.getsockname()[1]
+            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                udp.bind((bind, real))
+            except OSError:
+                udp.close()
+                raise
+        except OSError:
+            tcp.close()
+            if port != 0:
+                raise
+            continue
+        tcp.listen(128)
+        tcp.setblocking(False)
+        return tcp, udp
+    raise OSError(f"no port free for both TCP and UDP on {bind}")
+
+
+def make_server(app: Starlette) -> uvicorn.Server:
+    return _Server(uvicorn.Config(
+        app,
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+        timeout_keep_alive=30,
+        limit_concurrency=128,
+        h11_max_incomplete_event_size=16 * 1024,
+    ))

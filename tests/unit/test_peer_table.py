@@ -1,0 +1,99 @@
+"""The peer table on its own: no agent, no sockets, the clock and the link factory
+passed in (peers.py). Liveness as a table of (seconds since the last reply, up?)."""
+
+from __future__ import annotations
+
+import pytest
+
+from exotray.agent import links
+from exotray.agent.discovery import PeerRecord
+from exotray.agent.peers import PEER_FORGET_S, PeerTable
+from exotray.core.saturation import SaturationParams
+
+INTERVAL = 1.0
+DOWN_AFTER_S = 2.5
+
+
+class Clock:
+    t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _table():
+    clock = Clock()
+    calls: list[tuple] = []
+    table = PeerTable(
+        clock,
+        lambda peer, target: links.new_link("me", peer, target, INTERVAL, SaturationParams()),
+        down_after_s=DOWN_AFTER_S,
+        on_link_added=lambda link: calls.append(("added", link.target)),
+        on_link_dropped=lambda target: calls.append(("dropped", target)),
+        on_peer_event=lambda peer, up, why: calls.append(("up" if up else "down", why)),
+    )
+    return table, clock, calls
+
+
+def _rec(*addrs, id_="bbbbbbbbbbbb"):
+    return PeerRecord("b._exotray._tcp.local.", id_, "studio-2", "0.1.0", 1, 52480, addrs)
+
+
+@pytest.mark.parametrize(("silent_s", "up"), [(0.0, True), (2.4, True), (2.5, False),
+                                              (60.0, False)])
+def test_a_link_is_up_while_its_last_reply_is_recent(silent_s, up):
+    table, clock, calls = _table()
+    table.mdns_found(_rec("10.0.0.2"))
+    link = table.links[("10.0.0.2", 52480)]
+    table.replied(link, clock())
+    clock.t += silent_s
+    table.update_liveness(clock())
+    assert link.up is up
+    assert [c for c in calls if c[0] in ("up", "down")] == (
+        [("up", "probes")] if up else [("up", "probes"), ("down", "no probe replies")])
+
+
+def test_links_follow_addresses_and_callbacks_say_so():
+    table, _clock, calls = _table()
+    table.mdns_found(_rec("10.0.0.2", "169.254.0.2"))
+    table.mdns_found(_rec("10.0.0.2", "10.1.0.2"))
+    assert sorted(table.links) == [("10.0.0.2", 52480), ("10.1.0.2", 52480)]
+    assert calls == [("added", ("10.0.0.2", 52480)), ("added", ("169.254.0.2", 52480)),
+                     ("dropped", ("169.254.0.2", 52480)), ("added", ("10.1.0.2", 52480))]
+    table.mdns_removed("bbbbbbbbbbbb")
+    assert table.links == {} and table.peers == {}
+
+
+def test_paused_liveness_does_not_move_and_resume_is_not_an_outage():
+    table, clock, calls = _table()
+    table.mdns_found(_rec("10.0.0.2"))
+    link = table.links[("10.0.0.2", 52480)]
+    table.replied(link, clock())
+    table.paused = True
+    clock.t += 600
+    table.update_liveness(clock())
+    assert link.up
+    table.resume(clock(), INTERVAL)
+    table.update_liveness(clock())
+    assert link.up and calls[-1] == ("up", "probes")
+
+
+def test_a_silent_mdns_peer_is_forgotten_a_manual_one_stays():
+    table, clock, _calls = _table()
+    manual = table.add_manual("10.0.0.9", 52480)
+    table.mdns_found(_rec("10.0.0.2"))
+    clock.t += PEER_FORGET_S + 1
+    table.prune(clock())
+    assert list(table.peers.values()) == [manual]
+
+
+def test_identified_merges_a_manual_peer_with_its_mdns_record():
+    table, _clock, _calls = _table()
+    manual = table.add_manual("10.0.0.2", 52480)
+    manual.manual_targets = [("10.0.0.2", 52480)]
+    table.set_targets(manual)
+    table.mdns_found(_rec("10.0.0.2", "169.254.0.2"))
+    table.identified(manual, "bbbbbbbbbbbb", "studio-2")
+    assert list(table.peers.values()) == [manual]
+    assert manual.sources == {"manual", "mdns"}
+    assert all(lk.peer is manual for lk in table.links.values())
