@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,7 +22,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from exotray.agent import captest, control, metrics
 from exotray.agent.keys import SIGNATURE_HEADER, ClusterKeyError, sign
@@ -94,7 +95,9 @@ class Services(Protocol):
                       streams: int) -> dict[str, Any]: ...
 
 
-def create_app(agent: Services, registry: CollectorRegistry) -> Starlette:
+def create_app(agent: Services, registry: CollectorRegistry,
+               sharing_routes: Sequence[BaseRoute] = ()) -> Starlette:
+    """The API; `sharing_routes` are the sharing protocol's own endpoints (sharing.py)."""
     async def snapshot(request: Request) -> JSONResponse:
         resp = JSONResponse(agent.snapshot())
         if agent.key is not None:  # peers with the cluster key check this signature
@@ -294,5 +297,6 @@ def create_app(agent: Services, registry: CollectorRegistry) -> Starlette:
             Route("/v1/control/measure", control_measure, methods=["POST"]),
             Route("/v1/capacity/session", capacity_session, methods=["POST"]),
             Route("/v1/capacity/finish", capacity_finish, methods=["POST"]),
+            *sharing_routes,
         ]
     )

@@ -305,7 +305,8 @@ class Agent:
         # Listens only during a consented test, on an ephemeral port (or capacity_port).
         self.captest = CapacityTester(s.bind, s.capacity_port or None,
                                       allow=s.allow_capacity_tests)
-        self._server = make_server(create_app(self, registry_for(self)))
+        self._server = make_server(create_app(self, registry_for(self),
+                                              self.sharing.routes()))
         # Kinds first: mDNS skips VPN interfaces by their kind.
         self.monitor.update(sampler.read_nics(), self.clock())
         await resolve_manual_peers(self.table, self.clock)

@@ -1,7 +1,9 @@
 """Sharing: how this node learns its peers' snapshots.
 
 The rest of the agent sees only the `Sharing` interface: `tick()` once per interval,
-`stop()`, and the counters it keeps. What it learns it writes into the peer table's
+`stop()`, the counters it keeps, and `routes()`: the HTTP endpoints it serves to peers
+(none for polling: peers read /v1/snapshot, which the API serves for local clients too;
+a push protocol adds its stream here). What it learns it writes into the peer table's
 `Peer` (snapshot, snapshot_at, reachable, authenticated, last_error) and reports a
 peer's own id and name through `PeerTable.identified`. So replacing polling with a push
 protocol touches this module only (and the route it may add to the API).
@@ -19,6 +21,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 import httpx
+from starlette.routing import BaseRoute
 
 from exotray.agent.clients import HttpClients
 from exotray.agent.keys import SIGNATURE_HEADER, signed_by
@@ -40,6 +43,9 @@ class Sharing(Protocol):
 
     async def stop(self) -> None:
         """End every connection and task it started."""
+
+    def routes(self) -> list[BaseRoute]:
+        """Endpoints this protocol serves to peers, mounted by the API."""
 
 
 class PollSharing:
@@ -67,6 +73,9 @@ class PollSharing:
             if p.addresses and p.key not in self._fetching:
                 self._fetching[p.key] = asyncio.create_task(self._fetch(p),
                                                             name=f"fetch-{p.key}")
+
+    def routes(self) -> list[BaseRoute]:
+        return []
 
     async def stop(self) -> None:
         for t in self._fetching.values():

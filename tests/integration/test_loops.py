@@ -1,0 +1,44 @@
+"""The agent's tasks are held by name: a changed interval restarts the periodic loops
+by name (not by list position) and leaves the API and the resolver alone; stop ends
+them all."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import httpx
+
+from exotray.agent.runtime import Agent
+from exotray.core.settings import Settings
+
+PERIODIC = {"sample", "probe", "share"}
+
+
+def test_loops_by_name_restart_and_stop(tmp_path):
+    async def main() -> None:
+        s = Settings(name="t", bind="127.0.0.1", port=0, mdns=False, interval=0.2,
+                     state_dir=str(tmp_path))
+        agent = Agent(s)
+        await agent.start()
+        try:
+            before = dict(agent.loops.tasks)
+            assert set(before) == PERIODIC | {"api", "resolve"}
+            assert all(t.get_name() == n for n, t in before.items())
+            agent.reconfigure(dataclasses.replace(agent.settings, interval=0.3))
+            after = agent.loops.tasks
+            assert set(after) == set(before)
+            for name in PERIODIC:
+                assert after[name] is not before[name]
+            await asyncio.sleep(0)
+            assert all(before[n].cancelled() or before[n].done() for n in PERIODIC)
+            assert after["api"] is before["api"] and after["resolve"] is before["resolve"]
+            async with httpx.AsyncClient(trust_env=False) as c:  # the API kept serving
+                r = await c.get(f"http://127.0.0.1:{agent.port}/v1/snapshot")
+                assert r.status_code == 200 and r.json()["interval_s"] == 0.3
+        finally:
+            await agent.stop()
+        assert not agent.loops
+        assert all(t.done() for t in before.values())
+
+    asyncio.run(main())
