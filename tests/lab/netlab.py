@@ -95,7 +95,7 @@ class Host:
 
 
 class Lab:
-    def __init__(self, n: int, net: int | None = None) -> None:
+    def __init__(self, n: int, net: int | None = None, monitor: bool = True) -> None:
         existing = run("ip", "netns", "list", check=False).stdout
         self.tag = secrets.token_hex(2)[:3]
         while f"xt{self.tag}br" in existing:
@@ -106,6 +106,7 @@ class Lab:
         self.hosts: list[Host] = []
         self.monitor_addr = f"10.213.{self.net}.254"
         self._n = n
+        self._monitor = monitor  # False: no root-namespace port (the bridge has only hosts)
         self._shaped: list[str] = []
 
     # -- build / tear down ---------------------------------------------------------
@@ -129,6 +130,9 @@ class Lab:
         run("ip", "-n", b, "link", "set", self.bridge, "up")
         for i in range(1, self._n + 1):
             self.add_host(i)
+        if not self._monitor:
+            time.sleep(1.0)
+            return
         # monitor port in the root namespace
         ma, mb = f"xt{self.tag}ma", f"xt{self.tag}mb"
         run("ip", "link", "add", ma, "type", "veth", "peer", "name", mb)
@@ -202,6 +206,22 @@ class Lab:
         host.exec("ip", "addr", "add", f"{addr}/{prefix}", "brd", "+", "dev", host.veth)
         host.exec("ip", "route", "replace", "224.0.0.0/4", "dev", host.veth)
         host.addr = addr
+
+    def bridge_exec(self, *args: str, check: bool = True, timeout: float = 60) -> str:
+        """Run a command inside the bridge's namespace (its sysfs is that namespace's)."""
+        return run("ip", "netns", "exec", self.br_ns, *args, check=check,
+                   timeout=timeout).stdout
+
+    def address_bridge(self, i: int = 253) -> str:
+        """Give the bridge itself 10.213.<net>.<i>/24 (IPv6 off in its namespace), so the
+        bridge's namespace is a host on the LAN that reaches the others through its ports."""
+        addr = f"10.213.{self.net}.{i}"
+        self.bridge_exec("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+                         "net.ipv6.conf.default.disable_ipv6=1")
+        run("ip", "-n", self.br_ns, "link", "set", "lo", "up")
+        run("ip", "-n", self.br_ns, "addr", "add", f"{addr}/24", "brd", "+", "dev",
+            self.bridge)
+        return addr
 
     def leave_lan(self, host: Host) -> None:
         """Take a host off LAN A: its veth is deleted (its bridge port goes with it)."""
