@@ -358,3 +358,18 @@ def test_neighbour_falls_back_to_proc_arp(tmp_path: Path, monkeypatch) -> None:
     arp.write_text(PROC_ARP)
     assert hw_linux.neighbour_mac("10.213.0.4", "br0", proc_arp=str(arp)) == "02:00:5e:00:00:bb"
     assert hw_linux.neighbour_mac("10.213.0.3", "br0", proc_arp=str(arp)) is None
+
+
+def test_recorded_brforward_from_a_lab_bridge(tmp_path: Path) -> None:
+    """brforward bytes read from a real bridge (this repository's lab, see the README):
+    each peer's MAC maps to the member it was learnt on; the local entries are skipped."""
+    rec = FIXTURES / "brforward"
+    meta = json.loads((rec / "brforward.json").read_text())
+    data = (rec / "brforward.bin").read_bytes()
+    entries = parse_brforward(data)
+    assert len(entries) * FDB_ENTRY.size == len(data)
+    assert sum(e.is_local for e in entries) == len(meta["ports"])  # one own MAC per port
+    _bridge(tmp_path, "xtbr0", {name: int(port) for port, name in meta["ports"].items()})
+    (tmp_path / "xtbr0" / "brforward").write_bytes(data)
+    for ip, member in meta["peers"].items():
+        assert bridge_member_for_peer("xtbr0", ip, tmp_path, mac=meta["macs"][ip]) == member
