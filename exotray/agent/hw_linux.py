@@ -22,6 +22,7 @@ come from /proc/net/arp.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import socket
@@ -60,6 +61,17 @@ def _is_up(name: str, sys_net: str | os.PathLike) -> bool:
     if mii is not None:
         return mii == "up"
     return _read(base / "operstate") in ("up", "unknown")
+
+
+def _require_off_loop() -> None:
+    """pyroute2 >= 0.9's synchronous sockets run their own asyncio loop: on a thread that
+    already runs one they fail (and would look like "no Wi-Fi"). Say so instead."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError("hw_linux netlink readers block: call them off the event loop "
+                       "(asyncio.to_thread)")
 
 
 # -- Wi-Fi over nl80211 -------------------------------------------------------------------
@@ -107,7 +119,9 @@ def wifi_tx_mbit(stations: Iterable[Any]) -> float | None:
 
 def read_wifi_tx_mbit(ifname: str, iw_factory: Any = None) -> float | None:
     """The current tx bitrate of Wi-Fi interface `ifname` over nl80211, in Mbit/s; None
-    without pyroute2, without nl80211, when not associated, or on any netlink error."""
+    without pyroute2, without nl80211, when not associated, or on any netlink error.
+    RuntimeError when called on a thread running an event loop."""
+    _require_off_loop()
     if iw_factory is None:
         try:
             from pyroute2 import IW as iw_factory
@@ -317,7 +331,9 @@ _NUD_UNUSABLE = 0x01 | 0x20
 
 def neighbour_mac(ip: str, ifname: str, proc_arp: str = PROC_ARP) -> str | None:
     """The link-layer address of neighbour `ip` on `ifname`: netlink RTM_GETNEIGH through
-    pyroute2 where installed (IPv4 and IPv6), else /proc/net/arp (IPv4)."""
+    pyroute2 where installed (IPv4 and IPv6), else /proc/net/arp (IPv4). RuntimeError when
+    called on a thread running an event loop."""
+    _require_off_loop()
     try:
         from pyroute2 import IPRoute
     except ImportError:

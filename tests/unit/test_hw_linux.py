@@ -373,3 +373,19 @@ def test_recorded_brforward_from_a_lab_bridge(tmp_path: Path) -> None:
     (tmp_path / "xtbr0" / "brforward").write_bytes(data)
     for ip, member in meta["peers"].items():
         assert bridge_member_for_peer("xtbr0", ip, tmp_path, mac=meta["macs"][ip]) == member
+
+
+def test_netlink_readers_refuse_the_event_loop_thread() -> None:
+    """pyroute2's sync sockets cannot run on a thread with a running loop: a clear error, not
+    a silent "unknown" rate; through asyncio.to_thread they answer."""
+    import asyncio
+
+    async def main():
+        with pytest.raises(RuntimeError, match="off the event loop"):
+            read_wifi_tx_mbit("lo", iw_factory=lambda: FakeIW([]))
+        with pytest.raises(RuntimeError, match="off the event loop"):
+            hw_linux.neighbour_mac("10.213.0.9", "lo")
+        return await asyncio.to_thread(read_wifi_tx_mbit, "lo",
+                                       lambda: FakeIW(SYNTHETIC["legacy_u16_only"]))
+
+    assert asyncio.run(main()) == 54.0
