@@ -325,26 +325,29 @@ def parse_proc_arp(text: str) -> dict[tuple[str, str], str]:
     return table
 
 
-#: NUD_INCOMPLETE | NUD_FAILED (include/uapi/linux/neighbour.h): no usable address
-_NUD_UNUSABLE = 0x01 | 0x20
+#: NUD_INCOMPLETE | NUD_FAILED | NUD_NOARP (include/uapi/linux/neighbour.h): no peer's address
+_NUD_UNUSABLE = 0x01 | 0x20 | 0x40
 
 
-def neighbour_mac(ip: str, ifname: str, proc_arp: str = PROC_ARP) -> str | None:
+def neighbour_mac(ip: str, ifname: str, proc_arp: str = PROC_ARP,
+                  ipr_factory: Any = None) -> str | None:
     """The link-layer address of neighbour `ip` on `ifname`: netlink RTM_GETNEIGH through
     pyroute2 where installed (IPv4 and IPv6), else /proc/net/arp (IPv4). RuntimeError when
     called on a thread running an event loop."""
     _require_off_loop()
-    try:
-        from pyroute2 import IPRoute
-    except ImportError:
-        IPRoute = None
-    if IPRoute is not None:
+    if ipr_factory is None:
+        try:
+            from pyroute2 import IPRoute as ipr_factory
+        except ImportError:
+            ipr_factory = None
+    if ipr_factory is not None:
         try:
             ifindex = socket.if_nametoindex(ifname)
-            with IPRoute() as ipr:
+            with ipr_factory() as ipr:
                 for n in ipr.get_neighbours(dst=ip, ifindex=ifindex):
                     lladdr = n.get_attr("NDA_LLADDR")
-                    if lladdr and not n["state"] & _NUD_UNUSABLE:
+                    if lladdr and lladdr != "00:00:00:00:00:00" and not (
+                            n["state"] & _NUD_UNUSABLE):
                         return str(lladdr).lower()
             return None
         except Exception:  # interface gone, netlink refused: try the proc file

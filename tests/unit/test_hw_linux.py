@@ -389,3 +389,45 @@ def test_netlink_readers_refuse_the_event_loop_thread() -> None:
                                        lambda: FakeIW(SYNTHETIC["legacy_u16_only"]))
 
     assert asyncio.run(main()) == 54.0
+
+
+class FakeNeigh(dict):
+    def __init__(self, lladdr: str | None, state: int) -> None:
+        super().__init__(state=state)
+        self.lladdr = lladdr
+
+    def get_attr(self, name: str):
+        return self.lladdr if name == "NDA_LLADDR" else None
+
+
+class FakeIPRoute:
+    def __init__(self, neighbours: list[FakeNeigh]) -> None:
+        self.neighbours, self.asked = neighbours, None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def get_neighbours(self, **kw):
+        self.asked = kw
+        return self.neighbours
+
+
+@pytest.mark.parametrize(
+    ("neighbours", "mac"),
+    [
+        ([FakeNeigh("02:00:5E:00:00:AA", 0x02)], "02:00:5e:00:00:aa"),  # REACHABLE
+        ([FakeNeigh("02:00:5e:00:00:aa", 0x04)], "02:00:5e:00:00:aa"),  # STALE: still its MAC
+        ([FakeNeigh(None, 0x01)], None),  # INCOMPLETE
+        ([FakeNeigh("02:00:5e:00:00:aa", 0x20)], None),  # FAILED
+        ([FakeNeigh("00:00:00:00:00:00", 0x40)], None),  # NOARP (as lo's 0.0.0.0 entry)
+        ([], None),
+    ],
+)
+def test_neighbour_mac_over_netlink(neighbours, mac) -> None:
+    ipr = FakeIPRoute(neighbours)
+    assert hw_linux.neighbour_mac("10.213.0.2", "lo", proc_arp="/nonexistent",
+                                  ipr_factory=lambda: ipr) == mac
+    assert ipr.asked == {"dst": "10.213.0.2", "ifindex": 1}
