@@ -20,6 +20,7 @@ from exotray.core.settings import (
     CAPTEST_STREAMS,
     DEFAULT_PORT,
     EXIT_CONFIG,
+    SHARING,
     Settings,
     SettingsError,
     from_mapping,
@@ -80,6 +81,9 @@ def _agent_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--key-file", metavar="FILE",
                    help="cluster key: snapshots and probes are authenticated (HMAC) and "
                         "peers without the key are refused")
+    p.add_argument("--sharing", choices=SHARING,
+                   help="how peers share snapshots: poll (default) or stream (one "
+                        "connection per peer pushing deltas)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
@@ -92,7 +96,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     for opt, key in (("name", "name"), ("port", "port"), ("bind", "bind"),
                      ("interval", "interval"), ("threshold", "threshold"),
                      ("sustain", "sustain"), ("clear", "clear"), ("events", "events"),
-                     ("state_dir", "state_dir"), ("key_file", "key_file")):
+                     ("state_dir", "state_dir"), ("key_file", "key_file"),
+                     ("sharing", "sharing")):
         value = getattr(args, opt)
         if value is not None:
             over[key] = value

@@ -41,6 +41,7 @@ from exotray.agent.probing import Prober
 from exotray.agent.resolver import resolve_manual_peers
 from exotray.agent.serve import bind_pair, make_server
 from exotray.agent.sharing import PollSharing, Sharing
+from exotray.agent.sharing_stream import StreamSharing
 from exotray.agent.statedir import StartError, StateDirError, load_node_id, lock_state_dir
 from exotray.agent.throttle import Throttled
 from exotray.core import paths
@@ -108,9 +109,11 @@ class Agent:
         self.prober = Prober(self.table, self.monitor, self._ifindex, clock)
         self.clients = HttpClients(self._ifindex, lambda: self.monitor.nics,
                                    lambda: self.platform)
-        self.sharing: Sharing = PollSharing(
-            self.table, self.clients, node_id=self.node_id, key=lambda: self.key,
-            interval=lambda: self.interval, clock=clock, throttled=self._throttled)
+        share = dict(node_id=self.node_id, key=lambda: self.key,
+                     interval=lambda: self.interval, clock=clock, throttled=self._throttled)
+        self.sharing: Sharing = (
+            StreamSharing(self.table, self.clients, snapshot=self.snapshot, **share)
+            if settings.sharing == "stream" else PollSharing(self.table, self.clients, **share))
         self.loops = Loops(clock)
         for spec in settings.peers:
             self.table.add_manual(*parse_peer(spec))
@@ -223,7 +226,8 @@ class Agent:
         return views.cluster(node_id=self.node_id, own=self.snapshot(),
                              authenticated=self.key is not None, peers=self.peers.values(),
                              now=self.clock(),
-                             discovery=views.discovery(self.settings.mdns, self.discovery))
+                             discovery=views.discovery(self.settings.mdns, self.discovery),
+                             sharing=(self.settings.sharing, self.sharing.protocol_of))
 
     def history(self, link_id: str | None, iface: str | None, seconds: float) -> dict | None:
         return views.history(links=self.links.values(), ifaces=self.monitor.ifaces,
@@ -346,13 +350,14 @@ class Agent:
             self._server.should_exit = True
         api = self.loops.pop("api")
         await self.loops.stop()
+        # Sharing before the server: streams to peers are responses it would wait for.
+        await self.sharing.stop()
         if api is not None:
             try:
                 await asyncio.wait_for(api, 5.0)
             except (TimeoutError, asyncio.CancelledError):
                 api.cancel()
             await asyncio.gather(api, return_exceptions=True)
-        await self.sharing.stop()
         if self._discovery_task is not None:
             await asyncio.gather(self._discovery_task, return_exceptions=True)
         await self.monitor.stop()

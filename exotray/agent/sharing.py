@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 import httpx
@@ -47,6 +47,9 @@ class Sharing(Protocol):
     def routes(self) -> list[BaseRoute]:
         """Endpoints this protocol serves to peers, mounted by the API."""
 
+    def protocol_of(self, peer: Peer) -> str | None:
+        """How this peer shares with us ("poll", "stream"), None before we know."""
+
 
 class PollSharing:
     def __init__(self, table: PeerTable, clients: HttpClients, *, node_id: str,
@@ -64,18 +67,21 @@ class PollSharing:
         self.rejections: dict[str, int] = {}
         self._fetching: dict[str, asyncio.Task] = {}
 
-    def tick(self) -> None:
-        """Start a fetch for every peer whose previous one has finished: a slow or
-        hostile peer (slowloris) delays only itself, never the others' fetches."""
+    def tick(self, peers: Iterable[Peer] | None = None) -> None:
+        """Start a fetch for every peer (or each of `peers`) whose previous one has
+        finished: a slow or hostile peer (slowloris) delays only itself."""
         for key in [k for k, t in self._fetching.items() if t.done()]:
             del self._fetching[key]
-        for p in self.table.peers.values():
+        for p in self.table.peers.values() if peers is None else peers:
             if p.addresses and p.key not in self._fetching:
                 self._fetching[p.key] = asyncio.create_task(self._fetch(p),
                                                             name=f"fetch-{p.key}")
 
     def routes(self) -> list[BaseRoute]:
         return []
+
+    def protocol_of(self, peer: Peer) -> str | None:
+        return "poll"
 
     async def stop(self) -> None:
         for t in self._fetching.values():

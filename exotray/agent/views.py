@@ -7,7 +7,7 @@ same definitions peers parse with.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from exotray import PROTO, __version__
@@ -103,9 +103,12 @@ def snapshot(*, node_id: str, name: str, interval: float, now: float,
 
 
 def cluster(*, node_id: str, own: dict[str, Any], authenticated: bool,
-            peers: Iterable[Peer], now: float, discovery: dict[str, Any]) -> dict[str, Any]:
+            peers: Iterable[Peer], now: float, discovery: dict[str, Any],
+            sharing: tuple[str, Callable[[Peer], str | None]] | None = None,
+            ) -> dict[str, Any]:
     """This node's snapshot first, then every peer's latest valid one, each with its age
-    on our clock (the sender says how old its data was)."""
+    on our clock (the sender says how old its data was). `sharing`: our protocol, and
+    the one each peer speaks to us (never a silent half-view in a mixed cluster)."""
     peers = list(peers)
     nodes = [{**own, "age_s": own["data_age_s"], "reachable": True,
               "authenticated": authenticated}]
@@ -132,10 +135,12 @@ def cluster(*, node_id: str, own: dict[str, Any], authenticated: bool,
             "reachable": p.reachable,
             "authenticated": p.authenticated,
             "last_error": p.last_error,
+            "sharing": sharing[1](p) if sharing else None,
         }
         for p in peers
     ]
-    return {"self": node_id, "nodes": nodes, "peers": table, "discovery": discovery}
+    return {"self": node_id, "sharing": sharing[0] if sharing else None, "nodes": nodes,
+            "peers": table, "discovery": discovery}
 
 
 def discovery(mdns: bool, d: Discovery | None) -> dict[str, Any]:

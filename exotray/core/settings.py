@@ -22,6 +22,10 @@ CAPTEST_SECONDS = (1.0, 30.0)
 CAPTEST_STREAMS = (1, 8)
 
 
+#: sharing protocols (Settings.sharing)
+SHARING = ("poll", "stream")
+
+
 class SettingsError(ValueError):
     pass
 
@@ -54,6 +58,9 @@ class Settings:
     capacity_port: int = 0
     #: warn (once) when a `capacity` interface has not appeared this long after start
     capacity_warn_after: float = 60.0
+    #: how peers' snapshots are shared: "poll" (each peer's /v1/snapshot every interval)
+    #: or "stream" (one connection per peer, a full snapshot then deltas; docs/design.md)
+    sharing: str = "poll"
     events: str | None = None
     state_dir: str | None = None
     key_file: str | None = None
@@ -81,6 +88,9 @@ class Settings:
         for iface, mbit in self.capacity.items():
             if not (isinstance(mbit, int | float) and math.isfinite(mbit) and mbit > 0):
                 raise SettingsError(f"capacity of {iface} must be a positive number of Mbit/s")
+        if self.sharing not in SHARING:
+            raise SettingsError(f"sharing must be one of {', '.join(SHARING)}, "
+                                f"not {self.sharing!r}"[:120])
         if not self.name or len(self.name) > 64:
             raise SettingsError("name must be 1..64 characters")
         return self
@@ -113,6 +123,7 @@ _TYPES: dict[str, type] = {
     "clear": float, "cooldown": float, "down_after": float, "probes_per_interval": int,
     "events": str, "state_dir": str, "key_file": str, "notify_peers": bool,
     "allow_capacity_tests": bool, "capacity_port": int, "capacity_warn_after": float,
+    "sharing": str,
 }
 _OPTIONAL = {"events", "state_dir", "key_file"}
 _TYPE_NAMES = {

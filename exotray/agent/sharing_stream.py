@@ -1,0 +1,386 @@
+"""StreamSharing: one long-lived connection per peer, a full snapshot then deltas
+(docs/design.md, "Stream sharing"; the bytes are in stream_wire.py).
+
+Serving: `GET /v1/stream?nonce=HEX` answers with frames. Once per interval one delta is
+built from this node's snapshot and encoded once for every subscriber (with a cluster
+key only the small signature differs per subscriber). Each subscriber has a bounded
+queue: one that does not read falls behind, is dropped, and resynchronises with a new
+full snapshot when it reconnects; the producer never waits for it.
+
+Receiving: one task per peer follows its stream and writes the rebuilt, validated
+snapshot into the peer table as PollSharing does. A peer without /v1/stream (an agent of
+the previous protocol) is polled instead (PollSharing, for that peer only), and its
+stream tried again now and then. Any refused frame drops the connection, is counted and
+logged, and the next connection starts again from a full snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+import secrets
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+import httpx
+from starlette.routing import BaseRoute, Route
+
+from exotray.agent import stream_wire as W
+from exotray.agent.clients import HttpClients
+from exotray.agent.loops import Loops
+from exotray.agent.peers import Peer, PeerTable
+from exotray.agent.sharing import PollSharing
+from exotray.agent.throttle import Throttled
+from exotray.core.schema import Snapshot, SnapshotRejected
+
+log = logging.getLogger(__name__)
+
+STREAM_PATH = "/v1/stream"
+STREAM_ID_HEADER = "x-exotray-stream"
+#: frames a subscriber may have waiting; one more and it is dropped (then it resyncs)
+MAX_QUEUE = 8
+#: a peer without /v1/stream is polled, and its stream tried again after this long
+NO_STREAM_RETRY_S = 60.0
+#: the longest wait before reconnecting after errors (it doubles from one interval)
+MAX_BACKOFF_S = 5.0
+_NONCE = re.compile(r"^[0-9a-f]{16,64}$")
+
+
+class _Sub:
+    """One subscriber: its frames waiting to be sent, and whether it is over."""
+
+    def __init__(self, nonce: str) -> None:
+        self.nonce = nonce
+        self.frames: deque[bytes] = deque()
+        self.wake = asyncio.Event()
+        self.dead = False
+        self.kicked = False
+        self.sending = False
+        self.task: asyncio.Task | None = None
+
+
+class Producer:
+    """This node's stream: the state subscribers mirror, its sequence, its subscribers."""
+
+    def __init__(self, snapshot: Callable[[], dict], key: Callable[[], bytes | None],
+                 clock: Callable[[], float], counters: dict[str, int]) -> None:
+        self._snapshot = snapshot
+        self._key = key
+        self.clock = clock
+        self.counters = counters
+        self.stream_id = secrets.token_hex(8)
+        self.seq = 0
+        self.state: W.State | None = None
+        self.age = 0.0
+        self.built_at = 0.0
+        self.subs: set[_Sub] = set()
+        self.closed = False
+
+    def _build(self) -> tuple[W.State, float]:
+        snap = self._snapshot()
+        self.built_at = self.clock()
+        return W.split(snap), float(snap["data_age_s"])
+
+    def _frame(self, sub: _Sub, kind: bytes, body: bytes, digest: bytes | None) -> bytes:
+        key = self._key()
+        sig = None
+        if key is not None:
+            digest = digest or hashlib.sha256(body).digest()
+            sig = W.mac(key, self.stream_id, sub.nonce, kind, self.seq, digest)
+        return W.header(kind, self.seq, len(body), sig) + body
+
+    def subscribe(self, nonce: str) -> _Sub:
+        """A new subscriber, its first frame (the full snapshot) already queued."""
+        if self.state is None:
+            self.state, self.age = self._build()
+            self.seq += 1
+        sub = _Sub(nonce)
+        body = W.full_body(self.state, self.age + self.clock() - self.built_at)
+        sub.frames.append(self._frame(sub, W.FULL, body, None))
+        self.subs.add(sub)
+        self.counters["stream_subscribers"] = len(self.subs)
+        return sub
+
+    def unsubscribe(self, sub: _Sub) -> None:
+        self.subs.discard(sub)
+        self.counters["stream_subscribers"] = len(self.subs)
+
+    def publish(self) -> None:
+        """Once per interval: one delta, encoded once, queued for every subscriber."""
+        if not self.subs:
+            self.state = None  # the next subscriber gets a fresh full snapshot
+            return
+        new, age = self._build()
+        body = W.encode(W.delta(self.state or new, new, age))
+        self.state, self.age = new, age
+        self.seq += 1
+        shared = None if self._key() is not None else W.header(W.DELTA, self.seq, len(body),
+                                                              None) + body
+        digest = hashlib.sha256(body).digest() if shared is None else None
+        for sub in list(self.subs):
+            if len(sub.frames) >= MAX_QUEUE:
+                self.counters["stream_subscribers_dropped"] += 1
+                self.kick(sub)
+                continue
+            frame = shared or self._frame(sub, W.DELTA, body, digest)
+            sub.frames.append(frame)
+            sub.wake.set()
+            self.counters["stream_bytes_out"] += len(frame)
+        self.counters["stream_frames_built"] += 1
+
+    def kick(self, sub: _Sub) -> None:
+        """End a subscriber now (it fell behind, or we stop)."""
+        self.unsubscribe(sub)
+        sub.dead = sub.kicked = True
+        sub.frames.clear()
+        sub.wake.set()
+        if sub.sending and sub.task is not None:
+            sub.task.cancel()  # blocked on a peer that does not read
+
+    def close(self) -> None:
+        self.closed = True
+        for sub in list(self.subs):
+            self.kick(sub)
+
+
+class _Endpoint:
+    """GET /v1/stream as a plain ASGI app: frames go out as the producer queues them."""
+
+    def __init__(self, producer: Producer) -> None:
+        self.producer = producer
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        nonce = (parse_qs(scope.get("query_string", b"").decode("latin-1"))
+                 .get("nonce", [""])[0])
+        status = 503 if self.producer.closed else 400 if not _NONCE.match(nonce) else 200
+        if scope.get("method") != "GET":
+            status = 405
+        if status != 200:
+            await send({"type": "http.response.start", "status": status,
+                        "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        sub = self.producer.subscribe(nonce)
+        sub.task = asyncio.current_task()
+        watcher = asyncio.create_task(self._watch(receive, sub), name="stream-watch")
+        try:
+            await self._send(sub, send, {
+                "type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/x-exotray-stream"),
+                            (b"cache-control", b"no-store"),
+                            (STREAM_ID_HEADER.encode(), self.producer.stream_id.encode())]})
+            while not sub.dead:
+                if not sub.frames:
+                    sub.wake.clear()
+                    await sub.wake.wait()
+                    continue
+                await self._send(sub, send, {"type": "http.response.body",
+                                             "body": sub.frames.popleft(), "more_body": True})
+            if not sub.kicked or self.producer.closed:
+                await self._send(sub, send, {"type": "http.response.body", "body": b""})
+        except asyncio.CancelledError:
+            if not sub.kicked:
+                raise
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+        finally:
+            self.producer.unsubscribe(sub)
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+
+    @staticmethod
+    async def _send(sub: _Sub, send: Any, message: dict) -> None:
+        sub.sending = True
+        try:
+            await send(message)
+        finally:
+            sub.sending = False
+
+    @staticmethod
+    async def _watch(receive: Any, sub: _Sub) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        sub.dead = True
+        sub.wake.set()
+
+
+class StreamSharing:
+    def __init__(self, table: PeerTable, clients: HttpClients, *, node_id: str,
+                 key: Callable[[], bytes | None], interval: Callable[[], float],
+                 clock: Callable[[], float], throttled: Throttled,
+                 snapshot: Callable[[], dict]) -> None:
+        self.table = table
+        self.clients = clients
+        self.node_id = node_id
+        self._key = key
+        self._interval = interval
+        self.clock = clock
+        self._throttled = throttled
+        #: peers without /v1/stream are polled by this one, sharing our counters
+        self._poll = PollSharing(table, clients, node_id=node_id, key=key,
+                                 interval=interval, clock=clock, throttled=throttled)
+        self.counters = self._poll.counters
+        self.counters.update({k: 0 for k in (
+            "stream_bytes_in", "stream_frames_in", "stream_bytes_out", "stream_frames_built",
+            "stream_subscribers", "stream_subscribers_dropped", "stream_reconnects")})
+        self.rejections = self._poll.rejections
+        self.producer = Producer(snapshot, key, clock, self.counters)
+        self._loops = Loops(clock)
+        self._produce_every: float | None = None
+        self._following: dict[str, asyncio.Task] = {}
+        #: peer key -> "stream" | "poll", what each peer speaks to us
+        self.protocol: dict[str, str] = {}
+        self._poll_until: dict[str, float] = {}
+
+    def routes(self) -> list[BaseRoute]:
+        return [Route(STREAM_PATH, _Endpoint(self.producer), methods=["GET"])]
+
+    def protocol_of(self, peer: Peer) -> str | None:
+        return self.protocol.get(peer.key)
+
+    def tick(self) -> None:
+        now = self.clock()
+        if self._produce_every != self._interval() and not self.producer.closed:
+            self._produce_every = self._interval()
+            self._loops.every("stream-produce", self._produce_every, self.producer.publish)
+        live = {p.key for p in self.table.peers.values() if p.addresses}
+        for k, t in list(self._following.items()):
+            if t.done() or k not in live:
+                t.cancel()
+                del self._following[k]
+        for k in [k for k in self.protocol if k not in live]:
+            self.protocol.pop(k, None)
+            self._poll_until.pop(k, None)
+        polled = []
+        for p in self.table.peers.values():
+            if not p.addresses or p.key in self._following:
+                continue
+            if self._poll_until.get(p.key, 0.0) > now:
+                polled.append(p)
+            else:
+                self._following[p.key] = asyncio.create_task(self._follow(p),
+                                                             name=f"stream-{p.key}")
+        self._poll.tick(polled)
+
+    async def stop(self) -> None:
+        self.producer.close()
+        await self._loops.stop()
+        for t in self._following.values():
+            t.cancel()
+        await asyncio.gather(*self._following.values(), return_exceptions=True)
+        self._following = {}
+        await self._poll.stop()
+
+    # -- following one peer ------------------------------------------------------------
+    async def _follow(self, peer: Peer) -> None:
+        """Follow a peer's stream, reconnecting after errors, until it has none (then it
+        is polled for NO_STREAM_RETRY_S) or we stop."""
+        failures = 0
+        while True:
+            ok = await self._connect(peer)
+            if ok is None:
+                return
+            failures = 0 if ok else failures + 1
+            self.counters["stream_reconnects"] += 1
+            await asyncio.sleep(min(MAX_BACKOFF_S, self._interval() * 2 ** failures / 2))
+
+    async def _connect(self, peer: Peer) -> bool | None:
+        """One connection: True if it delivered a snapshot, False if not, None if the
+        peer has no stream."""
+        got = False
+        try:
+            got = await self._read(peer)
+        except (W.FrameError, SnapshotRejected) as e:
+            self._refused(peer, e)
+        except _Unauthenticated:
+            peer.authenticated = False
+            peer.snapshot = None
+            peer.reachable = True
+            peer.last_error = "unauthenticated: no or wrong cluster key"
+            self.counters["snapshots_unauthenticated"] += 1
+            self._throttled(f"auth:{peer.key}", logging.WARNING, "peer %s: stream frame "
+                            "without a valid cluster-key signature; not used", peer.key)
+        except _NoStream:
+            self.protocol[peer.key] = "poll"
+            self._poll_until[peer.key] = self.clock() + NO_STREAM_RETRY_S
+            log.info("peer %s has no %s (an agent of the previous protocol): polling its "
+                     "snapshot", peer.name or peer.key, STREAM_PATH)
+            return None
+        except (httpx.HTTPError, TimeoutError, OSError) as e:
+            self.counters["fetch_errors"] += 1
+            peer.reachable = False
+            peer.last_error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            self._throttled(f"fetch:{peer.key}", logging.INFO, "peer %s: stream failed: %s",
+                            peer.key, peer.last_error)
+        return got
+
+    def _refused(self, peer: Peer, e: W.FrameError | SnapshotRejected) -> None:
+        self.counters["snapshots_rejected"] += 1
+        self.rejections[e.reason] = self.rejections.get(e.reason, 0) + 1
+        peer.reachable = True
+        peer.last_error = f"bad stream frame: {e}"
+        self._throttled(f"reject:{peer.key}:{e.reason}", logging.WARNING,
+                        "peer %s: stream frame dropped (%s); resynchronising", peer.key, e)
+
+    async def _read(self, peer: Peer) -> bool:
+        addr, port = self.table.best_target(peer, self.clock())
+        nonce = secrets.token_hex(16)
+        client = self.clients.for_link(self.table.links.get((addr, port)))
+        wait = 3 * self._interval() + 1.0  # frames come every interval
+        timeout = httpx.Timeout(wait, connect=1.0)
+        got = False
+        async with client.stream("GET", f"http://{addr}:{port}{STREAM_PATH}",
+                                 params={"nonce": nonce}, timeout=timeout) as resp:
+            if resp.status_code in (404, 405, 501):
+                raise _NoStream
+            if resp.status_code != 200:
+                raise httpx.HTTPStatusError(f"HTTP {resp.status_code}", request=resp.request,
+                                            response=resp)
+            stream_id = resp.headers.get(STREAM_ID_HEADER, "")
+            if not re.fullmatch(r"[0-9a-f]{1,32}", stream_id):
+                raise W.FrameError("bad_frame", "no stream id")
+            mirror = W.Mirror(self.node_id, peer.id if "mdns" in peer.sources else None)
+            reader = W.FrameReader()
+            expect: int | None = None
+            async for chunk in resp.aiter_raw():
+                for kind, seq, sig, body, size in reader.feed(chunk):
+                    self.counters["stream_bytes_in"] += size
+                    self.counters["stream_frames_in"] += 1
+                    key = self._key()
+                    if key is not None and not W.signed(key, stream_id, nonce, kind, seq,
+                                                        body, sig):
+                        raise _Unauthenticated
+                    if expect is not None and seq != expect:
+                        raise W.FrameError("bad_sequence", f"frame {seq}, expected {expect}")
+                    if kind == W.FULL:
+                        if expect is not None:
+                            raise W.FrameError("bad_sequence", "a second full snapshot")
+                        snap = mirror.full(body)
+                    else:
+                        snap = mirror.delta(body)
+                    expect = seq + 1
+                    self._accept(peer, snap)
+                    got = True
+            reader.end()
+        return got
+
+    def _accept(self, peer: Peer, snap: Snapshot) -> None:
+        peer.snapshot = snap
+        peer.authenticated = self._key() is not None
+        peer.snapshot_at = self.clock()
+        peer.reachable = True
+        peer.last_error = None
+        self.protocol[peer.key] = "stream"
+        self._poll_until.pop(peer.key, None)
+        self.table.identified(peer, snap.node.id, snap.node.name)
+
+
+class _NoStream(Exception):
+    """The peer answers, but has no /v1/stream: an agent of the previous protocol."""
+
+
+class _Unauthenticated(Exception):
+    """A frame without a valid signature, with a cluster key set."""

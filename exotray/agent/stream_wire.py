@@ -1,0 +1,291 @@
+"""The stream sharing protocol's bytes (docs/design.md, "Stream sharing"): frames, the
+numbers' display resolution, deltas, signatures, and the receiver's mirror of a peer's
+snapshot that validates every part with the models of core/schema.py. Pure: no I/O, no
+clock.
+
+A frame is one ASCII header line, then its body:
+
+    KIND SEQ LENGTH SIG\\n BODY
+
+KIND is F (a full snapshot, exactly what /v1/snapshot's shared fields are) or D (a
+delta); SEQ counts frames of one stream (the first frame is an F, each next one is
+SEQ + 1); SIG is "-" or, with a cluster key, the hex HMAC-SHA256 over the stream id, the
+subscriber's nonce, the header and the body's SHA-256 (so a frame replayed from another
+stream, another subscriber or another place in this one is refused).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+from typing import Any
+
+import pydantic_core
+from pydantic import ValidationError
+
+from exotray.core import schema
+from exotray.core.schema import MAX_SNAPSHOT_BYTES, SnapshotRejected, dump, parse_snapshot
+
+FULL, DELTA = b"F", b"D"
+#: a header line longer than this is refused (KIND SEQ LENGTH and 64 hex digits fit)
+MAX_HEADER = 160
+#: a frame body over the snapshot cap is refused, as a polled snapshot would be
+MAX_FRAME = MAX_SNAPSHOT_BYTES
+#: the snapshot's top-level fields a stream carries (not data_age_s: each frame has it)
+TOP = ("schema", "node", "interval_s")
+
+#: reasons a frame is refused besides core/schema.py's REJECT_REASONS
+FRAME_REASONS = (
+    "truncated",  # the stream ended inside a frame
+    "bad_frame",  # a malformed header line or delta structure
+    "delta_before_full",  # a delta with no full snapshot before it
+    "unknown_link",  # a delta for a link (or interface) the mirror does not have
+    "bad_sequence",  # a frame out of sequence: replayed, reordered or missing
+)
+
+
+class FrameError(ValueError):
+    def __init__(self, reason: str, detail: str = "") -> None:
+        assert reason in FRAME_REASONS or reason in schema.REJECT_REASONS, reason
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
+# -- display resolution ------------------------------------------------------------------
+_RATES = frozenset({"rx_bytes_per_s", "tx_bytes_per_s", "capacity_bytes_per_s"})
+_MS = frozenset({"rtt_ms", "rtt_min_ms", "rtt_max_ms", "rtt_p90_ms", "rtt_last_ms",
+                 "jitter_ms"})
+
+
+def quantize(field: str, v: Any) -> Any:
+    """A number at its display resolution: rates to 3 significant digits, times to
+    0.01 ms, utilization to 0.5 %, loss to 0.1 %. Anything else unchanged."""
+    if not isinstance(v, float | int) or isinstance(v, bool) or not math.isfinite(v):
+        return v
+    if field in _RATES:
+        return float(f"{v:.3g}")
+    if field in _MS:
+        return round(v, 2)
+    if field == "utilization":
+        return round(v * 200) / 200
+    if field == "loss":
+        return round(v, 3)
+    return v
+
+
+def _q(record: dict) -> dict:
+    return {k: quantize(k, v) for k, v in record.items()}
+
+
+# -- the sender: state, full frames, deltas ------------------------------------------------
+State = tuple[dict, dict[str, dict], dict[str, dict]]  # top, links by id, interfaces by name
+
+
+def split(snap: dict) -> State:
+    """A node's own snapshot (views.snapshot) as the state a stream mirrors."""
+    return ({k: snap[k] for k in TOP}, {lk["id"]: _q(lk) for lk in snap["links"]},
+            {i["name"]: _q(i) for i in snap["interfaces"]})
+
+
+def encode(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
+
+
+def full_body(state: State, age: float) -> bytes:
+    top, links, ifaces = state
+    return encode({**top, "data_age_s": round(max(0.0, age), 3),
+                   "interfaces": list(ifaces.values()), "links": list(links.values())})
+
+
+def _records(old: dict[str, dict], new: dict[str, dict]) -> dict | None:
+    add = [r for k, r in new.items() if k not in old]
+    set_ = {}
+    for k, r in new.items():
+        if k in old:
+            changed = {f: v for f, v in r.items() if old[k].get(f, v) != v or f not in old[k]}
+            if changed:
+                set_[k] = changed
+    gone = [k for k in old if k not in new]
+    out = {name: v for name, v in (("add", add), ("set", set_), ("del", gone)) if v}
+    return out or None
+
+
+def delta(old: State, new: State, age: float) -> dict:
+    """What changed from `old` to `new` (records added, fields set, records removed),
+    with the data's age; only {"age": …} when nothing moved."""
+    out: dict[str, Any] = {"age": round(max(0.0, age), 3)}
+    top = {k: v for k, v in new[0].items() if old[0].get(k) != v}
+    if top:
+        out["top"] = top
+    if (links := _records(old[1], new[1])) is not None:
+        out["links"] = links
+    if (ifaces := _records(old[2], new[2])) is not None:
+        out["interfaces"] = ifaces
+    return out
+
+
+# -- frames and signatures ---------------------------------------------------------------
+def mac(key: bytes, stream_id: str, nonce: str, kind: bytes, seq: int, digest: bytes) -> str:
+    msg = b"exotray-stream/1\n%s\n%s\n%s %d\n" % (stream_id.encode(), nonce.encode(),
+                                                 kind, seq) + digest
+    return hmac.new(key, msg, hashlib.sha256).hexdigest()
+
+
+def header(kind: bytes, seq: int, length: int, sig: str | None) -> bytes:
+    return b"%s %d %d %s\n" % (kind, seq, length, (sig or "-").encode())
+
+
+def parse_header(line: bytes) -> tuple[bytes, int, int, str]:
+    """(kind, seq, length, sig) of a header line (without its newline)."""
+    parts = line.split(b" ")
+    if len(parts) != 4 or parts[0] not in (FULL, DELTA) or not parts[1].isdigit() \
+            or not parts[2].isdigit() or len(parts[1]) > 18 or len(parts[2]) > 9:
+        raise FrameError("bad_frame", repr(line[:40]))
+    length = int(parts[2])
+    if length > MAX_FRAME:
+        raise FrameError("too_large", f"frame of {length} bytes > {MAX_FRAME}")
+    return parts[0], int(parts[1]), length, parts[3].decode("ascii", "replace")
+
+
+def signed(key: bytes, stream_id: str, nonce: str, kind: bytes, seq: int, body: bytes,
+           sig: str) -> bool:
+    want = mac(key, stream_id, nonce, kind, seq, hashlib.sha256(body).digest())
+    return hmac.compare_digest(sig, want)
+
+
+class FrameReader:
+    """Frames from a byte stream's chunks; refuses a long header, an oversized frame and
+    a stream that ends inside a frame. Holds at most one header and one frame."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def feed(self, chunk: bytes) -> list[tuple[bytes, int, str, bytes, int]]:
+        """Frames completed by `chunk`: (kind, seq, sig, body, wire bytes)."""
+        self.buf += chunk
+        out = []
+        while True:
+            nl = self.buf.find(b"\n", 0, MAX_HEADER + 1)
+            if nl < 0:
+                if len(self.buf) > MAX_HEADER:
+                    raise FrameError("bad_frame", "header line too long")
+                return out
+            kind, seq, length, sig = parse_header(bytes(self.buf[:nl]))
+            if len(self.buf) < nl + 1 + length:
+                return out
+            body = bytes(self.buf[nl + 1:nl + 1 + length])
+            del self.buf[:nl + 1 + length]
+            out.append((kind, seq, sig, body, nl + 1 + length))
+
+    def end(self) -> None:
+        if self.buf:
+            raise FrameError("truncated", f"{len(self.buf)} bytes of an unfinished frame")
+
+
+# -- the receiver: a peer's snapshot, rebuilt and validated ------------------------------
+def _rejected(e: ValidationError, where: str) -> SnapshotRejected:
+    first = e.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    reason = "unsafe_text" if first["type"] == "unsafe_text" else "invalid"
+    return SnapshotRejected(reason, f"{where}.{loc}: {first['msg']}"[:200])
+
+
+class Mirror:
+    """One peer's snapshot as its stream describes it. `full()` and `delta()` return the
+    new `schema.Snapshot`, or raise SnapshotRejected / FrameError and change nothing."""
+
+    def __init__(self, own_id: str | None, expected_id: str | None) -> None:
+        self.own_id = own_id
+        self.expected_id = expected_id
+        self.snap: schema.Snapshot | None = None
+        self.top: dict = {}
+        self.links: dict[str, dict] = {}
+        self.link_objs: dict[str, schema.Link] = {}
+        self.ifaces: dict[str, dict] = {}
+        self.iface_objs: dict[str, schema.Interface] = {}
+
+    def full(self, body: bytes) -> schema.Snapshot:
+        snap = parse_snapshot(body, own_id=self.own_id, expected_id=self.expected_id)
+        d = dump(snap)
+        self.top = {k: d[k] for k in TOP}
+        self.links = {lk["id"]: lk for lk in d["links"]}
+        self.link_objs = {lk.id: lk for lk in snap.links}
+        self.ifaces = {i["name"]: i for i in d["interfaces"]}
+        self.iface_objs = {i.name: i for i in snap.interfaces}
+        self.snap = snap
+        return snap
+
+    def delta(self, body: bytes) -> schema.Snapshot:
+        if self.snap is None:
+            raise FrameError("delta_before_full")
+        try:
+            obj = pydantic_core.from_json(body, allow_inf_nan=False)
+        except ValueError as e:
+            raise SnapshotRejected("not_json", str(e)[:200]) from None
+        if not isinstance(obj, dict):
+            raise SnapshotRejected("not_object", type(obj).__name__)
+        age = obj.get("age")
+        if type(age) not in (int, float) or not 0 <= age <= 86400:
+            raise SnapshotRejected("invalid", f"age: {age!r}"[:80])
+        top = obj.get("top", {})
+        if not isinstance(top, dict) or "schema" in top or (
+                "node" in top and (not isinstance(top["node"], dict)
+                                   or top["node"].get("id") != self.top["node"]["id"])):
+            raise FrameError("bad_frame", "top: a stream cannot change its schema or node id")
+        links = self._records(obj.get("links"), self.links, self.link_objs, "id",
+                              schema.Link, "links")
+        ifaces = self._records(obj.get("interfaces"), self.ifaces, self.iface_objs, "name",
+                               schema.Interface, "interfaces")
+        if not top and links is None and ifaces is None:
+            snap = self.snap.model_copy(update={"data_age_s": float(age)})
+        else:
+            new_top = {**self.top, **top}
+            link_d, link_o = links or (self.links, self.link_objs)
+            if_d, if_o = ifaces or (self.ifaces, self.iface_objs)
+            try:
+                snap = schema.Snapshot.model_validate(
+                    {**new_top, "data_age_s": float(age), "interfaces": list(if_o.values()),
+                     "links": list(link_o.values())})
+            except ValidationError as e:
+                raise _rejected(e, "snapshot") from None
+            self.top, self.links, self.link_objs = new_top, link_d, link_o
+            self.ifaces, self.iface_objs = if_d, if_o
+        self.snap = snap
+        return snap
+
+    @staticmethod
+    def _records(part: Any, dicts: dict[str, dict], objs: dict[str, Any], key: str,
+                 model: Any, where: str) -> tuple[dict, dict] | None:
+        """The records after a delta's add / set / del, each changed one validated."""
+        if part is None:
+            return None
+        if not isinstance(part, dict) or not isinstance(part.get("add", []), list) \
+                or not isinstance(part.get("set", {}), dict) \
+                or not isinstance(part.get("del", []), list):
+            raise FrameError("bad_frame", f"{where}: not add/set/del")
+        d, o = dict(dicts), dict(objs)
+        for k in part.get("del", []):
+            if not isinstance(k, str) or k not in d:
+                raise FrameError("unknown_link", f"{where}: delete {str(k)[:64]!r}")
+            del d[k], o[k]
+        changed: list[dict] = []
+        for k, fields in part.get("set", {}).items():
+            if k not in d:
+                raise FrameError("unknown_link", f"{where}: change {k[:64]!r}")
+            if not isinstance(fields, dict) or fields.get(key, k) != k:
+                raise FrameError("bad_frame", f"{where}: change of {k[:64]!r}")
+            changed.append({**d[k], **fields})
+        for rec in part.get("add", []):
+            if not isinstance(rec, dict):
+                raise SnapshotRejected("invalid", f"{where}: add of a non-object")
+            changed.append(rec)
+        for rec in changed:
+            try:
+                obj = model.model_validate(rec)
+            except ValidationError as e:
+                raise _rejected(e, where) from None
+            k = getattr(obj, key)
+            d[k], o[k] = obj.model_dump(mode="json"), obj
+        return d, o
