@@ -225,6 +225,9 @@ def diagnostics(cluster: dict) -> list[str]:
         elif peer.get("last_error"):
             notes.append(f"peer {who} answers probes, but its snapshot failed: "
                          f"{peer['last_error']}")
+        if cluster.get("sharing") == "stream" and peer.get("sharing") == "poll":
+            notes.append(f"peer {who} speaks the previous sharing protocol (no /v1/stream): "
+                         "its full snapshot is polled every interval.")
     for node in cluster.get("nodes", [])[1:]:
         if not node.get("reachable", True):
             notes.append(f"{node['node']['name']}'s data is {node.get('age_s', 0):.0f} s old.")

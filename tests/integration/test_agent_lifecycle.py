@@ -178,3 +178,39 @@ def test_kernel_timestamps_used_on_linux():
         return ps.kernel_timestamps
 
     assert asyncio.run(main())
+
+
+def test_stop_with_streams_leaves_no_task_thread_or_socket(tmp_path):
+    """Two stream-sharing agents following each other, one outside subscriber: stop
+    ends the followers, the producer and every open stream."""
+    threads_before = set(threading.enumerate())
+    fds_before = _fds()
+    p1, p2 = free_port(), free_port()
+
+    async def main() -> None:
+        agents = [Agent(Settings(name=n, bind="127.0.0.1", port=p, mdns=False, interval=0.2,
+                                 peers=(f"127.0.0.1:{q}",), state_dir=str(tmp_path / n),
+                                 sharing="stream"))
+                  for n, p, q in (("s1", p1, p2), ("s2", p2, p1))]
+        for a in agents:
+            await a.start()
+        async with httpx.AsyncClient(trust_env=False) as c, c.stream(
+                "GET", f"http://127.0.0.1:{p1}/v1/stream", params={"nonce": "ab" * 16}) as resp:
+            assert resp.status_code == 200
+            for _ in range(100):
+                if all(len(a.cluster()["nodes"]) == 2 for a in agents):
+                    break
+                await asyncio.sleep(0.05)
+            assert all(a.cluster()["peers"][0]["sharing"] == "stream" for a in agents)
+            t0 = asyncio.get_running_loop().time()
+            for a in agents:
+                await a.stop()
+            assert asyncio.get_running_loop().time() - t0 < 3.0  # no 5 s server wait
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        assert others == [], f"tasks left behind: {others}"
+
+    asyncio.run(main())
+    leftover = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
+    assert leftover == []
+    if sys.platform.startswith("linux"):
+        assert _fds() == fds_before
