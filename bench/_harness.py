@@ -93,9 +93,12 @@ class Agent:
 class AgentGroup:
     """Starts agents under one temporary directory; `stop_all()` ends exactly those."""
 
-    def __init__(self, python: str = sys.executable, interval: float | None = None) -> None:
+    def __init__(self, python: str = sys.executable, interval: float | None = None,
+                 extra_args: tuple[str, ...] = ()) -> None:
         self.python = python
         self.interval = interval
+        #: more `exotray agent` options for every agent (e.g. --sharing stream)
+        self.extra_args = tuple(extra_args)
         self.tmp = tempfile.TemporaryDirectory(prefix="exotray-bench-")
         self.root = Path(self.tmp.name)
         self.agents: list[Agent] = []
@@ -124,6 +127,7 @@ class AgentGroup:
         ]
         if self.interval is not None:
             cmd += ["--interval", str(self.interval)]
+        cmd += list(self.extra_args)
         for p in peer_ports:
             cmd += ["--peer", f"{LOOPBACK}:{p}"]
         env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}

@@ -1,0 +1,175 @@
+"""Sharing cost, polling against streaming, in the same run: CPU per agent and sharing
+bytes per peer per second in an idle full mesh of P loopback agents.
+
+What it measures
+    For each P in --peers (default "2,8,16") and each protocol (poll, then stream) it
+    starts P agents on 127.0.0.1 (--no-mdns), each listing the P - 1 others as peers (a
+    full mesh: every agent shares with every other), waits until every agent's
+    /v1/cluster holds all P nodes, lets it settle (--settle, default 3 s), then for
+    --seconds (default 20) measures:
+
+    * CPU % of one core per agent (user + system time delta / wall time): mean and max
+      over the P agents;
+    * sharing bytes received per peer per second (the receiving side, idle):
+      - stream: the agents' own counter `stream_bytes_in` (frame headers + bodies) plus
+        ~7 B of HTTP chunk framing per frame (`stream_frames_in`), summed over all
+        agents / (P x (P - 1)) / wall time;
+      - poll: what one fetch moves — a peer's /v1/snapshot body plus its response
+        headers plus ~120 B of request — once per interval (the agent fetches every
+        peer's snapshot once per interval);
+    * stream only: frames built per second per agent (one per interval) and subscriber
+      drops (should be 0).
+
+    Everything stays on 127.0.0.1. It measures and prints; it asserts nothing. The P
+    agents share this machine's CPUs (and with anything else running on it).
+
+How to run (from the repository root)
+    python bench/sharing_bytes.py                      # P = 2, 8, 16; ~4 min
+    python bench/sharing_bytes.py --peers 4 --seconds 10
+
+Output: a Markdown table on stdout and bench/results/sharing_bytes.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import psutil
+from _harness import (
+    AgentGroup,
+    get_json,
+    http_get,
+    machine_info,
+    machine_line,
+    md_table,
+    write_json,
+)
+
+REQUEST_BYTES = 120  # GET line + host, user-agent, accept headers of one poll
+CHUNK_FRAMING = 7  # "<hex size>\r\n" ... "\r\n" around each streamed frame
+
+
+def _cpu_s(p: psutil.Process) -> float:
+    t = p.cpu_times()
+    return t.user + t.system
+
+
+def _complete(group: AgentGroup, n: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    pending = list(group.agents)
+    while pending:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{len(pending)} agents do not see all {n} nodes after "
+                               f"{timeout} s\n" + pending[0].log_tail())
+        for a in list(pending):
+            try:
+                if len(get_json(a.base + "/v1/cluster")["nodes"]) == n:
+                    pending.remove(a)
+            except OSError:
+                pass
+        time.sleep(0.2)
+
+
+def run_row(n: int, protocol: str, args: argparse.Namespace) -> dict:
+    group = AgentGroup(python=args.python, interval=args.interval,
+                       extra_args=("--sharing", protocol))
+    try:
+        ports = [group.reserve() for _ in range(n)]
+        for i, port in enumerate(ports):
+            group.start(f"n{i + 1}", port, [p for p in ports if p != port])
+        group.wait_ready(timeout=args.start_timeout)
+        _complete(group, n, args.start_timeout)
+        time.sleep(args.settle)
+        procs = [psutil.Process(a.proc.pid) for a in group.agents]
+        c0 = [a.snapshot()["counters"] for a in group.agents]
+        cpu0 = [_cpu_s(p) for p in procs]
+        t0 = time.monotonic()
+        time.sleep(args.seconds)
+        wall = time.monotonic() - t0
+        cpu1 = [_cpu_s(p) for p in procs]
+        snaps = [a.snapshot() for a in group.agents]
+        c1 = [s["counters"] for s in snaps]
+        cpu = [100.0 * (b - a) / wall for a, b in zip(cpu0, cpu1, strict=True)]
+
+        def total(key: str) -> int:
+            return sum(x.get(key, 0) - y.get(key, 0) for x, y in zip(c1, c0, strict=True))
+
+        pairs = n * (n - 1)
+        interval = float(snaps[0]["interval_s"])
+        bodies, heads = [], []
+        for a in group.agents:
+            body, head = http_get(a.base + "/v1/snapshot")
+            bodies.append(len(body))
+            heads.append(head)
+        row = {
+            "peers": n, "protocol": protocol, "seconds": round(wall, 2),
+            "interval_s": interval,
+            "cpu_pct_mean": statistics.fmean(cpu), "cpu_pct_max": max(cpu),
+            "cpu_pct_each": [round(x, 2) for x in cpu],
+            "snapshot_body_bytes": statistics.median(bodies),
+            "snapshot_header_bytes": statistics.median(heads),
+            "fetch_errors": total("fetch_errors"),
+            "snapshots_rejected": total("snapshots_rejected"),
+        }
+        if protocol == "stream":
+            frames = total("stream_frames_in")
+            row.update({
+                "stream_bytes_in": total("stream_bytes_in"), "stream_frames_in": frames,
+                "bytes_per_peer_per_s": (total("stream_bytes_in") + CHUNK_FRAMING * frames)
+                / pairs / wall,
+                "frames_built_per_agent_per_s": total("stream_frames_built") / n / wall,
+                "subscribers_dropped": total("stream_subscribers_dropped"),
+                "reconnects": total("stream_reconnects"),
+            })
+        else:
+            row["bytes_per_peer_per_s"] = (statistics.median(bodies) + statistics.median(heads)
+                                           + REQUEST_BYTES) / interval
+        return row
+    finally:
+        group.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--peers", default="2,8,16", help="agents in the mesh, one row each")
+    ap.add_argument("--seconds", type=float, default=20.0, help="measurement window (20)")
+    ap.add_argument("--settle", type=float, default=3.0, help="seconds after all see all (3)")
+    ap.add_argument("--interval", type=float, default=None, help="agents' interval (1)")
+    ap.add_argument("--start-timeout", type=float, default=40.0)
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--name", default="sharing_bytes")
+    args = ap.parse_args(argv)
+    counts = [int(x) for x in args.peers.split(",") if x.strip()]
+    if not counts or any(c < 2 or c > 64 for c in counts):
+        ap.error("--peers: each count must be 2..64")
+    rows = []
+    for n in counts:
+        for protocol in ("poll", "stream"):
+            print(f"[sharing_bytes] P={n} {protocol} ...", file=sys.stderr)
+            rows.append(run_row(n, protocol, args))
+    headers = ["P", "sharing", "CPU % mean (1 core)", "CPU % max", "B/s per peer (idle)",
+               "snapshot B", "errors", "dropped subs"]
+    table = [[r["peers"], r["protocol"], f"{r['cpu_pct_mean']:.2f}", f"{r['cpu_pct_max']:.2f}",
+              f"{r['bytes_per_peer_per_s']:.0f}", f"{r['snapshot_body_bytes']:.0f}",
+              r["fetch_errors"] + r["snapshots_rejected"],
+              r.get("subscribers_dropped", "–")] for r in rows]
+    info = machine_info()
+    print(f"## exotray sharing: poll vs stream, full mesh of P loopback agents, idle "
+          f"({args.seconds:g} s window)\n")
+    print(machine_line(info) + "\n")
+    print(md_table(headers, table))
+    print("\nB/s per peer: bytes one agent receives from one peer per second. Poll: one "
+          "/v1/snapshot (body + response headers + ~120 B request) per interval. Stream: "
+          "the agents' stream_bytes_in counter + ~7 B chunk framing per frame.")
+    path = write_json(args.name, {"benchmark": "sharing_bytes", "machine": info,
+                                  "params": vars(args), "rows": rows})
+    print(f"\nJSON: {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
