@@ -8,7 +8,6 @@ file (TOML) so they survive one.
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import logging
 import os
@@ -19,6 +18,7 @@ from typing import Any
 
 import tomli_w
 
+from exotray.core import paths
 from exotray.core.paths import TOKEN_FILE
 from exotray.core.settings import Settings, SettingsError, from_mapping
 
@@ -96,33 +96,9 @@ def save(config_path: Path, new: Settings) -> None:
 
 
 def write_atomically(path: Path, content: bytes) -> None:
-    """Replace `path` with `content` so that it is the old file or the new one, also after
-    a crash; its permission bits are kept. Raises SettingsError naming the file."""
-    tmp = path.with_name(path.name + ".tmp")
+    """paths.write_atomically, its failure said as a settings error naming the file."""
     try:
-        mode = path.stat().st_mode & 0o7777
-    except OSError:
-        mode = 0o644
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
-        try:
-            os.fchmod(fd, mode)  # a leftover temporary file keeps its own mode otherwise
-            view = memoryview(content)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        paths.write_atomically(path, content)
     except OSError as e:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise SettingsError(f"cannot save {path}: {e.strerror or e}") from None
-    # the rename on disk too (best effort: not every file system fsyncs a directory)
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+

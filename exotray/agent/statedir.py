@@ -3,7 +3,6 @@ the node id peers know it by. Also the errors that stop an agent from starting."
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import logging
@@ -86,26 +85,8 @@ def load_node_id(state_dir: Path) -> str:
         log.warning("%s is empty (written by a crash while it was created); making a new "
                     "node id", path)
     node_id = secrets.token_hex(6)
-    tmp = path.with_suffix(".tmp")
     try:
-        state_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-        try:
-            os.write(fd, f"{node_id}\n".encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        paths.write_atomically(path, f"{node_id}\n".encode(), mode=0o644)
     except OSError as e:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise OSError(e.errno, f"cannot write a new node id to {path}: {e.strerror}") from None
-    # The rename itself on disk. Best effort: some file systems cannot fsync a directory,
-    # and the id is in place either way.
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(state_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
     return node_id
