@@ -47,6 +47,8 @@ MAX_QUEUE = 8
 NO_STREAM_RETRY_S = 60.0
 #: the longest wait before reconnecting after errors (it doubles from one interval)
 MAX_BACKOFF_S = 5.0
+#: the longest interval a peer's stream is waited for (the settings' bound)
+MAX_INTERVAL_S = 60.0
 _NONCE = re.compile(r"^[0-9a-f]{16,64}$")
 
 
@@ -329,8 +331,8 @@ class StreamSharing:
         addr, port = self.table.best_target(peer, self.clock())
         nonce = secrets.token_hex(16)
         client = self.clients.for_link(self.table.links.get((addr, port)))
-        wait = 3 * self._interval() + 1.0  # frames come every interval
-        timeout = httpx.Timeout(wait, connect=1.0)
+        timeout = httpx.Timeout(None, connect=1.0, write=2.0, pool=2.0)  # quiet: see below
+        loop = asyncio.get_running_loop()
         got = False
         async with client.stream("GET", f"http://{addr}:{port}{STREAM_PATH}",
                                  params={"nonce": nonce}, timeout=timeout) as resp:
@@ -344,28 +346,39 @@ class StreamSharing:
                 raise W.FrameError("bad_frame", "no stream id")
             mirror = W.Mirror(self.node_id, peer.id if "mdns" in peer.sources else None)
             reader = W.FrameReader()
-            expect: int | None = None
-            async for chunk in resp.aiter_raw():
-                for kind, seq, sig, body, size in reader.feed(chunk):
-                    self.counters["stream_bytes_in"] += size
-                    self.counters["stream_frames_in"] += 1
-                    key = self._key()
-                    if key is not None and not W.signed(key, stream_id, nonce, kind, seq,
-                                                        body, sig):
-                        raise _Unauthenticated
-                    if expect is not None and seq != expect:
-                        raise W.FrameError("bad_sequence", f"frame {seq}, expected {expect}")
-                    if kind == W.FULL:
-                        if expect is not None:
-                            raise W.FrameError("bad_sequence", "a second full snapshot")
-                        snap = mirror.full(body)
-                    else:
-                        snap = mirror.delta(body)
-                    expect = seq + 1
-                    self._accept(peer, snap)
-                    got = True
+            expect: list[int] = []  # the next sequence number, once a frame came
+            # 3 intervals (then the larger of ours and the peer's) + 1 s without a frame: dead
+            async with asyncio.timeout(3 * self._interval() + 1.0) as quiet:
+                async for chunk in resp.aiter_raw():
+                    for kind, seq, sig, body, size in reader.feed(chunk):
+                        snap = self._frame(kind, seq, sig, body, size, stream_id, nonce,
+                                           mirror, expect)
+                        self._accept(peer, snap)
+                        got = True
+                        every = min(MAX_INTERVAL_S, max(self._interval(), snap.interval_s))
+                        quiet.reschedule(loop.time() + 3 * every + 1.0)
             reader.end()
         return got
+
+    def _frame(self, kind: bytes, seq: int, sig: str, body: bytes, size: int,
+               stream_id: str, nonce: str, mirror: W.Mirror,
+               expect: list[int]) -> Snapshot:
+        """One received frame, checked (signature, sequence) and applied."""
+        self.counters["stream_bytes_in"] += size
+        self.counters["stream_frames_in"] += 1
+        key = self._key()
+        if key is not None and not W.signed(key, stream_id, nonce, kind, seq, body, sig):
+            raise _Unauthenticated
+        if expect and seq != expect[0]:
+            raise W.FrameError("bad_sequence", f"frame {seq}, expected {expect[0]}")
+        if kind == W.FULL:
+            if expect:
+                raise W.FrameError("bad_sequence", "a second full snapshot")
+            snap = mirror.full(body)
+        else:
+            snap = mirror.delta(body)
+        expect[:] = [seq + 1]
+        return snap
 
     def _accept(self, peer: Peer, snap: Snapshot) -> None:
         peer.snapshot = snap

@@ -149,8 +149,13 @@ def test_with_a_key_unsigned_replayed_and_foreign_frames_are_refused(tmp_path, s
 @pytest.fixture
 def streaming_pair(tmp_path):
     p1, p2 = free_port(), free_port()
-    a = AgentProc(tmp_path, "a", p1, [p2], "--interval", "0.5", "--sharing", "stream")
-    b = AgentProc(tmp_path, "b", p2, [p1], "--interval", "0.5", "--sharing", "stream")
+    # their own config files: a settings change is saved there, never in the user's
+    (tmp_path / "a.toml").write_text("")
+    (tmp_path / "b.toml").write_text("")
+    a = AgentProc(tmp_path, "a", p1, [p2], "--interval", "0.5", "--sharing", "stream",
+                  "--config", str(tmp_path / "a.toml"))
+    b = AgentProc(tmp_path, "b", p2, [p1], "--interval", "0.5", "--sharing", "stream",
+                  "--config", str(tmp_path / "b.toml"))
     try:
         a.wait_ready()
         b.wait_ready()
