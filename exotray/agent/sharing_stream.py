@@ -59,9 +59,7 @@ class _Sub:
         self.nonce = nonce
         self.frames: deque[bytes] = deque()
         self.wake = asyncio.Event()
-        self.dead = False
-        self.kicked = False
-        self.sending = False
+        self.dead = self.kicked = self.sending = False
         self.task: asyncio.Task | None = None
 
 
@@ -244,14 +242,17 @@ class StreamSharing:
         return self.protocol.get(peer.key)
 
     def tick(self) -> None:
+        if self.producer.closed:
+            return  # stopped
         now = self.clock()
-        if self._produce_every != self._interval() and not self.producer.closed:
+        if self._produce_every != self._interval():
             self._produce_every = self._interval()
             self._loops.every("stream-produce", self._produce_every, self.producer.publish)
         live = {p.key for p in self.table.peers.values() if p.addresses}
         for k, t in list(self._following.items()):
-            if t.done() or k not in live:
-                t.cancel()
+            if k not in live:
+                t.cancel()  # kept until it has ended: stop() waits for it
+            if t.done():
                 del self._following[k]
         for k in [k for k in self.protocol if k not in live]:
             self.protocol.pop(k, None)
@@ -332,8 +333,7 @@ class StreamSharing:
         nonce = secrets.token_hex(16)
         client = self.clients.for_link(self.table.links.get((addr, port)))
         timeout = httpx.Timeout(None, connect=1.0, write=2.0, pool=2.0)  # quiet: see below
-        loop = asyncio.get_running_loop()
-        got = False
+        loop, got = asyncio.get_running_loop(), False
         async with client.stream("GET", f"http://{addr}:{port}{STREAM_PATH}",
                                  params={"nonce": nonce}, timeout=timeout) as resp:
             if resp.status_code in (404, 405, 501):
