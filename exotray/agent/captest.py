@@ -81,7 +81,6 @@ class CapacityTester:
         self._zero = bytes(CHUNK)
         #: "finish" calls to peers after a cancelled test (kept until done)
         self._releasing: set[asyncio.Task] = set()
-        self._sock_options: list[tuple[int, int, Any]] = []
 
     # -- lifecycle ------------------------------------------------------------------------
     async def stop(self) -> None:
@@ -90,17 +89,23 @@ class CapacityTester:
         self._close_listener()
 
     async def _listen(self) -> int:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock = None
         try:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((self.bind, self.fixed_port))
+            sock.listen(2 * MAX_STREAMS)
+            sock.setblocking(False)
         except OSError as e:
-            sock.close()
+            if sock is not None:
+                sock.close()
             raise PortUnavailable(e.errno, f"cannot open the capacity test's port "
                                   f"{self.bind}:{self.fixed_port}: {e.strerror}") from None
-        sock.listen(2 * MAX_STREAMS)
-        sock.setblocking(False)
-        self._server = await asyncio.start_server(self._accept, sock=sock)
+        try:
+            self._server = await asyncio.start_server(self._accept, sock=sock)
+        except BaseException:
+            sock.close()
+            raise
         self.port = sock.getsockname()[1]
         return self.port
 
@@ -125,8 +130,9 @@ class CapacityTester:
         self.busy_with = peer_host
         try:
             port = await self._listen()
-        except PortUnavailable:
+        except BaseException:  # port taken, out of fds, cancelled: the slot stays free
             self.busy_with = None
+            self._close_listener()
             raise
         self.session = Session(token, peer_host, seconds, streams, accepted={})
         # Up, down, and slack for connection set-up: the session cannot outlive this.
@@ -213,13 +219,12 @@ class CapacityTester:
         `sock_options` (e.g. SO_BINDTODEVICE / IP_BOUND_IF) are set on each stream's
         socket before it connects, so a link pinned to an on-link interface is measured
         through that interface, not wherever the routes would send it."""
-        self._sock_options = sock_options or []
         return await self._run(http, host, api_port, seconds=seconds, streams=streams,
-                               bind_ip=bind_ip, who=who)
+                               bind_ip=bind_ip, who=who, options=sock_options or [])
 
     async def _run(self, http: httpx.AsyncClient, host: str, api_port: int, *,
                    seconds: float, streams: int, bind_ip: str | None,
-                   who: str) -> dict[str, Any]:
+                   who: str, options: list[tuple[int, int, Any]]) -> dict[str, Any]:
         if self.busy_with is not None:
             raise Busy(f"a capacity test with {self.busy_with} is running; try again shortly")
         self.busy_with = host
@@ -232,8 +237,8 @@ class CapacityTester:
             if r.status_code != 200:
                 raise PermissionError(f"{host} refused the test: {body.get('error', r.text)}")
             grant = body
-            up = await self._streams(host, grant, "up", bind_ip)
-            down_bytes, down_s = await self._streams(host, grant, "down", bind_ip)
+            up = await self._streams(host, grant, "up", bind_ip, options)
+            down_bytes, down_s = await self._streams(host, grant, "down", bind_ip, options)
             r = await http.post(f"http://{host}:{api_port}/v1/capacity/finish",
                                 json={"token": grant["token"]}, timeout=5.0)
             far = r.json() if r.status_code == 200 else {}
@@ -272,7 +277,8 @@ class CapacityTester:
                             json={"token": token}, timeout=2.0)
 
     async def _streams(self, host: str, grant: dict[str, Any], direction: str,
-                       bind_ip: str | None) -> tuple[int, float]:
+                       bind_ip: str | None, options: list[tuple[int, int, Any]],
+                       ) -> tuple[int, float]:
         seconds = float(grant["seconds"])
         header = (json.dumps({"token": grant["token"], "dir": direction}) + "\n").encode()
         first: list[float] = []
@@ -280,12 +286,12 @@ class CapacityTester:
         total = [0]
 
         async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-            if not self._sock_options:
+            if not options:
                 local = (bind_ip, 0) if bind_ip else None
                 return await asyncio.open_connection(host, grant["port"], local_addr=local)
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:
-                for level, opt, value in self._sock_options:
+                for level, opt, value in options:
                     sock.setsockopt(level, opt, value)
                 if bind_ip:
                     sock.bind((bind_ip, 0))

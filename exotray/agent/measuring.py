@@ -3,6 +3,7 @@ which link, through which interface and source address, and what it found."""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -40,10 +41,16 @@ async def measure(link: Link, *, tester: CapacityTester, clients: HttpClients,
     nics = monitor.nics
     if iface is not None:
         # Measured through the interface the link is pinned to, as its probes are:
-        # the routes would send it elsewhere (e.g. a Mac's 169.254/16 via Wi-Fi).
+        # the routes would send it elsewhere (e.g. a Mac's 169.254/16 via Wi-Fi), and
+        # the result would then be credited to an interface it did not cross.
         index = ifindex.index(iface, nics)
         options = bind_options(iface, index or 0, platform) if index else []
-        src = next((a for a, _ in nics[iface].networks), src) if iface in nics else src
+        if not options or iface not in nics:
+            raise LookupError(f"cannot send through {iface}, the interface the link to "
+                              f"{link.target[0]} is pinned to, so it cannot be measured")
+        peer = ipaddress.IPv4Address(link.target[0])
+        src = next((a for a, p in nics[iface].networks
+                    if peer in ipaddress.IPv4Network(f"{a}/{p}", strict=False)), src)
     result = await tester.run(clients.for_link(link), link.target[0], link.target[1],
                               seconds=seconds, streams=streams, bind_ip=src, who=who,
                               sock_options=options)

@@ -228,3 +228,27 @@ def test_streams_of_a_pinned_link_leave_through_its_interface(tmp_path):
         assert asyncio.run(run("lo"))["up_mbit_s"] > 10
     finally:
         b.close()
+
+
+def test_a_grant_that_cannot_open_its_listener_leaves_the_slot_free(monkeypatch):
+    """Out of fds, or cancelled while opening: the responder must not stay 'busy'."""
+    import asyncio
+
+    from exotray.agent import captest as C
+
+    async def boom(*a, **k):
+        raise OSError(24, "Too many open files")
+
+    async def main() -> None:
+        t = C.CapacityTester("127.0.0.1")
+        monkeypatch.setattr(C.asyncio, "start_server", boom)
+        with pytest.raises(OSError):
+            await t.grant("127.0.0.1", 1, 1)
+        assert t.busy_with is None and t.port is None
+        monkeypatch.undo()
+        grant = await t.grant("127.0.0.1", 1, 1)  # the next one is not refused as busy
+        assert grant["port"]
+        t.finish(grant["token"])
+        await t.stop()
+
+    asyncio.run(main())
