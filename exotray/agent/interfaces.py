@@ -28,6 +28,7 @@ from exotray.agent.interfaces_other import (  # noqa: F401 (re-exported)
     _classify_generic,
     classify_macos,
     macos_port_kind,
+    mdns_by_default,
     parse_networksetup,
 )
 
@@ -289,22 +290,6 @@ def _run_networksetup() -> str:
     return completed.stdout
 
 
-#: macOS interfaces that carry no cluster traffic and where mDNS does harm or nothing:
-#: AirDrop's AWDL and its low-latency companion, Apple internal networks, the Wi-Fi
-#: access-point and peer-to-peer interfaces.
-_NO_MDNS_PREFIXES = ("awdl", "llw", "anpi", "ap", "p2p")
-
-
-def mdns_by_default(name: str, kind: str) -> bool:
-    """Whether mDNS announces and browses on this interface when no --mdns-interface is
-    given: not on VPNs (a utun refuses multicast, and peers are not found through a VPN)
-    nor on the macOS-internal interfaces above. Bridges and veths stay: a Linux bridge
-    or the Thunderbolt Bridge is where cluster peers are."""
-    if kind in ("vpn", "loopback"):
-        return False
-    return not (kind == "virtual" and name.startswith(_NO_MDNS_PREFIXES))
-
-
 class InterfaceClassifier:
     """Caches ``(kind, label)`` per interface name.
 
@@ -326,6 +311,8 @@ class InterfaceClassifier:
         self._ports: dict[str, Classification] | None = None
         self._warned = False
         self._lock = threading.Lock()
+        #: bumped by refresh(); a result computed under an older one is not cached
+        self._generation = 0
 
     @property
     def platform(self) -> str:
@@ -355,35 +342,43 @@ class InterfaceClassifier:
             self.classify(name)
 
     def classify(self, name: str) -> Classification:
-        with self._lock:
+        cached = self._cache.get(name)
+        if cached is not None:
+            return cached
+        with self._lock:  # one classification (one networksetup) at a time
+            generation = self._generation
             cached = self._cache.get(name)
             if cached is not None:
                 return cached
-            result = self._classify_uncached(name)
-            self._cache[name] = result
+            result = self._classify_uncached(name, generation)
+            if generation == self._generation:  # else computed before a refresh: stale
+                self._cache[name] = result
             return result
 
     def refresh(self) -> None:
-        """Forget cached results (and the macOS port table); call when interfaces change."""
-        with self._lock:
-            self._cache.clear()
-            self._ports = None
+        """Forget cached results (and the macOS port table); call when interfaces change.
+        Never waits: it is called on the agent's loop while a worker thread may hold the
+        lock for a whole networksetup run; what that run finds is not kept."""
+        self._generation += 1
+        self._cache = {}
+        self._ports = None
 
-    def _classify_uncached(self, name: str) -> Classification:
+    def _classify_uncached(self, name: str, generation: int) -> Classification:
         try:
             if self._platform.startswith("linux"):
                 return classify_linux(name, self._sysfs_root)
             if self._platform == "darwin":
-                return classify_macos(name, self._macos_ports())
+                return classify_macos(name, self._macos_ports(generation))
             return _classify_generic(name)
         except Exception:  # defensive: classification must never break the agent
             logger.exception("classifying interface %r failed", name)
             return ("other", name)
 
-    def _macos_ports(self) -> dict[str, Classification]:
-        if self._ports is None:
+    def _macos_ports(self, generation: int) -> dict[str, Classification]:
+        ports = self._ports
+        if ports is None:
             try:
-                self._ports = parse_networksetup(self._runner())
+                ports = parse_networksetup(self._runner())
             except Exception as exc:
                 log = logger.debug if self._warned else logger.warning
                 log(
@@ -392,5 +387,7 @@ class InterfaceClassifier:
                     exc,
                 )
                 self._warned = True
-                self._ports = {}
-        return self._ports
+                ports = {}
+            if generation == self._generation:
+                self._ports = ports
+        return ports

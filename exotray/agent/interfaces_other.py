@@ -131,3 +131,19 @@ def _classify_generic(name: str) -> Classification:
     if "ethernet" in low:
         return ("ethernet", name)
     return ("other", name)
+
+
+#: macOS interfaces that carry no cluster traffic and where mDNS does harm or nothing:
+#: AirDrop's AWDL and its low-latency companion, Apple internal networks, the Wi-Fi
+#: access-point and peer-to-peer interfaces.
+_NO_MDNS_PREFIXES = ("awdl", "llw", "anpi", "ap", "p2p")
+
+
+def mdns_by_default(name: str, kind: str) -> bool:
+    """Whether mDNS announces and browses on this interface when no --mdns-interface is
+    given: not on VPNs (a utun refuses multicast, and peers are not found through a VPN)
+    nor on the macOS-internal interfaces above. Bridges and veths stay: a Linux bridge
+    or the Thunderbolt Bridge is where cluster peers are."""
+    if kind in ("vpn", "loopback"):
+        return False
+    return not (kind == "virtual" and name.startswith(_NO_MDNS_PREFIXES))

@@ -70,11 +70,12 @@ class InterfaceMonitor:
         return counters, nics
 
     def update(self, nics: dict[str, sampler.NicInfo], now: float) -> bool:
-        """Take a fresh interface list; return whether any address changed."""
+        """Take a fresh interface list; return whether any address, network or up/down
+        state changed (what mDNS and the on-link choice of a link's interface rest on)."""
         if set(nics) != set(self.nics):
             self.classifier.refresh()
-        addresses_changed = {n: i.addresses for n, i in nics.items()} != {
-            n: i.addresses for n, i in self.nics.items()
+        addresses_changed = {n: (i.up, i.addresses, i.networks) for n, i in nics.items()} != {
+            n: (i.up, i.addresses, i.networks) for n, i in self.nics.items()
         }
         self.nics = nics
         self._check_capacity_names(now)

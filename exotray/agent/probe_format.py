@@ -112,6 +112,8 @@ def parse_pktinfo(anc: list[tuple[int, int, bytes]],
     type_ = ip_pktinfo_type(platform)
     for level, t, cdata in anc:
         if level == socket.IPPROTO_IP and t == type_ and len(cdata) >= _PKTINFO.size:
-            ifindex, spec_dst, _addr = _PKTINFO.unpack(cdata[:_PKTINFO.size])
-            return ifindex, socket.inet_ntoa(spec_dst)
+            ifindex, spec_dst, addr = _PKTINFO.unpack(cdata[:_PKTINFO.size])
+            # Linux fills ipi_spec_dst (the local address the datagram was sent to); xnu
+            # fills only ipi_addr (the header's destination), which is the same thing.
+            return ifindex, socket.inet_ntoa(spec_dst if spec_dst != bytes(4) else addr)
     return None

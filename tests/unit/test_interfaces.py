@@ -479,3 +479,27 @@ def test_classifier_on_this_machine_never_raises() -> None:
         kind, label = clf.classify(name)
         assert kind in KINDS
         assert label
+
+
+def test_refresh_never_waits_for_a_running_networksetup_and_drops_its_stale_result() -> None:
+    """The agent calls refresh() on its event loop while a worker thread may be inside a
+    slow networksetup (holding the classifier's lock)."""
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+
+    def slow() -> str:
+        entered.set()
+        release.wait(10)
+        return "Hardware Port: Thunderbolt 1\nDevice: en2\n"
+
+    c = InterfaceClassifier(platform="darwin", networksetup_runner=slow)
+    worker = threading.Thread(target=c.classify, args=("en2",))
+    worker.start()
+    assert entered.wait(5)
+    c.refresh()
+    assert worker.is_alive()  # refresh returned while networksetup was still running
+    release.set()
+    worker.join(5)
+    assert c.peek("en2") is None  # found before the refresh: not kept
+    assert c.classify("en2") == ("thunderbolt", "Thunderbolt 1")

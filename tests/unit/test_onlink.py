@@ -182,3 +182,10 @@ def test_fetch_socket_options():
     assert bind_options("bridge0", 14, platform="linux") == [(1, 25, b"bridge0\0")]
     assert bind_options("bridge0", 14, platform="darwin") == [(0, 25, 14)]  # IP_BOUND_IF
     assert bind_options("x", 1, platform="win32") == []
+
+
+def test_received_pktinfo_on_macos_has_only_ipi_addr():
+    """xnu fills ipi_addr (the header's destination) and leaves ipi_spec_dst zero: the
+    reply must still leave from the address the request was sent to."""
+    data = struct.pack("=I", 7) + b"\0\0\0\0" + bytes([169, 254, 12, 7])
+    assert P.parse_pktinfo([(0, 26, data)], platform="darwin") == (7, "169.254.12.7")
