@@ -144,8 +144,10 @@ def cmd_agent(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(run(settings, config_file))
     except ClusterKeyError as e:
+        # 1, not EXIT_CONFIG: the file to fix is the key file, which the tray app does
+        # not watch; it retries (with backoff) and shows this line meanwhile.
         print(f"exotray agent: {e}", file=sys.stderr)
-        return EXIT_CONFIG
+        return 1
     except StartError as e:  # the port, the state dir, the events file: each by name
         print(f"exotray agent: {e}", file=sys.stderr)
         return 1

@@ -214,6 +214,12 @@ class AgentSupervisor(QObject):
             self._set_problem(f"cannot start the agent: {why}")
 
     def _finished(self, code: int, status: QProcess.ExitStatus) -> None:
+        proc = self.sender()
+        if isinstance(proc, QProcess) and proc is not self.proc:
+            return
+        if isinstance(proc, QProcess):
+            proc.deleteLater()  # a restart makes a new one: do not keep one per restart
+            self.proc = None
         if self._stopping:
             return
         self._healthy.stop()
