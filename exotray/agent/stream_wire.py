@@ -22,7 +22,6 @@ import json
 import math
 from typing import Any
 
-import pydantic_core
 from pydantic import ValidationError
 
 from exotray.core import schema
@@ -220,12 +219,7 @@ class Mirror:
     def delta(self, body: bytes) -> schema.Snapshot:
         if self.snap is None:
             raise FrameError("delta_before_full")
-        try:
-            obj = pydantic_core.from_json(body, allow_inf_nan=False)
-        except ValueError as e:
-            raise SnapshotRejected("not_json", str(e)[:200]) from None
-        if not isinstance(obj, dict):
-            raise SnapshotRejected("not_object", type(obj).__name__)
+        obj = schema.decode_object(body)
         age = obj.get("age")
         if type(age) not in (int, float) or not 0 <= age <= 86400:
             raise SnapshotRejected("invalid", f"age: {age!r}"[:80])

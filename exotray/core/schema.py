@@ -143,6 +143,18 @@ class Snapshot(_Model):
     links: Annotated[list[Link], Field(max_length=1024)]
 
 
+def decode_object(raw: bytes) -> dict:
+    """A JSON object from a peer (a snapshot, a stream frame's body), or
+    SnapshotRejected("not_json" | "not_object"): NaN and Infinity are refused."""
+    try:
+        obj = pydantic_core.from_json(raw, allow_inf_nan=False)
+    except ValueError as e:
+        raise SnapshotRejected("not_json", str(e)[:200]) from None
+    if not isinstance(obj, dict):
+        raise SnapshotRejected("not_object", type(obj).__name__)
+    return obj
+
+
 def parse_snapshot(
     raw: bytes,
     *,
@@ -153,12 +165,7 @@ def parse_snapshot(
     """Validate a peer's snapshot; raise SnapshotRejected(reason) on anything wrong."""
     if len(raw) > max_bytes:
         raise SnapshotRejected("too_large", f"{len(raw)} bytes > {max_bytes}")
-    try:
-        obj = pydantic_core.from_json(raw, allow_inf_nan=False)
-    except ValueError as e:
-        raise SnapshotRejected("not_json", str(e)[:200]) from None
-    if not isinstance(obj, dict):
-        raise SnapshotRejected("not_object", type(obj).__name__)
+    obj = decode_object(raw)
     version = obj.get("schema")
     if type(version) is not int or version != SCHEMA_VERSION:
         raise SnapshotRejected("schema_version", repr(version)[:40])
