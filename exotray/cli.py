@@ -20,6 +20,7 @@ from exotray.core.settings import (
     CAPTEST_STREAMS,
     DEFAULT_PORT,
     EXIT_CONFIG,
+    LOG_FORMAT,
     SHARING,
     Settings,
     SettingsError,
@@ -125,7 +126,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def cmd_agent(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format=LOG_FORMAT,
         stream=sys.stderr,
     )
     for noisy in ("httpx", "httpcore"):

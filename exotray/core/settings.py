@@ -12,6 +12,10 @@ from typing import Any
 DEFAULT_PORT = 52480
 
 
+#: the log line format of the agent and the tray app; the tray's supervisor parses the
+#: agent's lines by it (exotray.ui.supervisor.problem_line)
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
 #: exit status of an agent refused by its settings (sysexits.h EX_CONFIG): the tray app
 #: does not restart such an agent until its config file changes.
 EXIT_CONFIG = 78

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from exotray.appnap import keep_timers_on_time
 from exotray.core import paths
-from exotray.core.settings import DEFAULT_PORT
+from exotray.core.settings import DEFAULT_PORT, LOG_FORMAT
 from exotray.ui import summary
 from exotray.ui.client import AgentClient
 from exotray.ui.supervisor import AgentSupervisor
@@ -198,7 +198,7 @@ def setup_logging(verbose: bool = False) -> None:
     """exotray's own lines at INFO (DEBUG with --verbose); libraries' chatter (httpx logs
     every request at INFO) only with --verbose."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+                        format=LOG_FORMAT)
     for noisy in ("httpx", "httpcore", "PIL", "asyncio"):
         logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.WARNING)
 

@@ -29,7 +29,8 @@ from exotray.core.settings import EXIT_CONFIG
 
 log = logging.getLogger(__name__)
 
-#: the agent's log format: "2026-12-03 01:02:03,456 WARNING exotray.agent…: message"
+#: a line in settings.LOG_FORMAT: "2026-12-03 01:02:03,456 WARNING exotray.agent…: message"
+#: (tests/unit/test_supervisor_log.py keeps the two in step)
 _LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d [\d:,]+ (?P<level>[A-Z]+) [\w.]+: (?P<msg>.*)$")
 #: how often the config file of an agent refused by its settings is looked at
 CONFIG_POLL_MS = 1000
