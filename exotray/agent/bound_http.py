@@ -76,6 +76,26 @@ class _Stream(httpcore.AsyncNetworkStream):
         return self._sock if info == "socket" else None
 
 
+async def bound_connect(host: str, port: int, options: list[SocketOption],
+                        local_address: str | None = None) -> socket.socket:
+    """A connected non-blocking TCP socket whose options (e.g. SO_BINDTODEVICE,
+    IP_BOUND_IF) were set before connect(), so that even the SYN leaves through the
+    interface they name. Closed again on any failure."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setblocking(False)
+        for opt in options:
+            sock.setsockopt(*opt)
+        if local_address:
+            sock.bind((local_address, 0))
+        await asyncio.get_running_loop().sock_connect(sock, (host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 class BoundBackend(httpcore.AsyncNetworkBackend):
     """TCP connections with socket options applied before connect()."""
 
@@ -85,26 +105,14 @@ class BoundBackend(httpcore.AsyncNetworkBackend):
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
                           local_address: str | None = None,
                           socket_options: Any = None) -> httpcore.AsyncNetworkStream:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), *self.options]
         try:
-            sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            for opt in self.options:
-                sock.setsockopt(*opt)
-            if local_address:
-                sock.bind((local_address, 0))
             async with asyncio.timeout(timeout):
-                await asyncio.get_running_loop().sock_connect(sock, (host, port))
+                sock = await bound_connect(host, port, options, local_address)
         except TimeoutError as e:
-            sock.close()
             raise httpcore.ConnectTimeout(str(e)) from e
         except OSError as e:
-            sock.close()
             raise httpcore.ConnectError(str(e)) from e
-        except BaseException:
-            sock.close()
-            raise
         return _Stream(sock)
 
     async def connect_unix_socket(self, *args: Any, **kw: Any) -> httpcore.AsyncNetworkStream:

@@ -31,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from exotray.agent.bound_http import bound_connect
 from exotray.core.settings import CAPTEST_SECONDS, CAPTEST_STREAMS
 
 log = logging.getLogger(__name__)
@@ -289,17 +290,7 @@ class CapacityTester:
             if not options:
                 local = (bind_ip, 0) if bind_ip else None
                 return await asyncio.open_connection(host, grant["port"], local_addr=local)
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                for level, opt, value in options:
-                    sock.setsockopt(level, opt, value)
-                if bind_ip:
-                    sock.bind((bind_ip, 0))
-                sock.setblocking(False)
-                await asyncio.get_running_loop().sock_connect(sock, (host, grant["port"]))
-            except BaseException:
-                sock.close()
-                raise
+            sock = await bound_connect(host, grant["port"], options, bind_ip)
             return await asyncio.open_connection(sock=sock)
 
         async def one() -> None:
