@@ -25,7 +25,8 @@ class HttpClients:
         self._platform = platform
         self._shared: httpx.AsyncClient | None = None
         #: clients whose connections leave through one interface: (name, index) -> client
-        self._via: dict[tuple[str, int], httpx.AsyncClient] = {}
+        self._via: dict[tuple[str, int | None], httpx.AsyncClient] = {}
+        self._closing: set[asyncio.Task] = set()  # clients of re-created interfaces
 
     @property
     def shared(self) -> httpx.AsyncClient:
@@ -39,20 +40,30 @@ class HttpClients:
             )
         return self._shared
 
-    def for_link(self, link: Link | None) -> httpx.AsyncClient:
-        """The shared client, or the one bound to the interface `link` is pinned to."""
+    def binding(self, link: Link | None) -> tuple[str, int | None, list] | None:
+        """(interface, its index, the socket options that send through it) for a link
+        pinned to an on-link interface the routes would not pick, else None. The options
+        are empty when the interface cannot be bound (no index, an OS without a way)."""
         iface = link.path.pinned if link is not None and link.path.overrides_route else None
         if iface is None:
-            return self.shared
+            return None
         index = self._ifindex.index(iface, self._nics())
-        options = bind_options(iface, index or 0, self._platform())
-        if index is None or not options:
+        options = bind_options(iface, index, self._platform()) if index is not None else []
+        return iface, index, options
+
+    def for_link(self, link: Link | None) -> httpx.AsyncClient:
+        """The shared client, or the one bound to the interface `link` is pinned to."""
+        bound = self.binding(link)
+        if bound is None or not bound[2]:
             return self.shared
+        iface, index, options = bound
         client = self._via.get((iface, index))
         if client is None:
             for key in [k for k in self._via if k[0] == iface]:
                 old = self._via.pop(key)  # the interface was re-created
-                asyncio.get_running_loop().create_task(old.aclose())
+                task = asyncio.get_running_loop().create_task(old.aclose())
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
             client = self._via[(iface, index)] = httpx.AsyncClient(
                 transport=bound_transport(options, httpx.Limits(max_connections=64,
                                                                 max_keepalive_connections=32)),

@@ -8,8 +8,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from exotray.agent import onlink, sampler
-from exotray.agent.bound_http import bind_options
+from exotray.agent import sampler
 from exotray.agent.captest import CapacityTester
 from exotray.agent.clients import HttpClients
 from exotray.agent.links import Link
@@ -33,18 +32,17 @@ def pick_link(links: Iterable[Link], peer: str, interface: str | None) -> Link:
 
 
 async def measure(link: Link, *, tester: CapacityTester, clients: HttpClients,
-                  monitor: InterfaceMonitor, ifindex: onlink.IfIndex, platform: str,
+                  monitor: InterfaceMonitor,
                   who: str, seconds: float, streams: int) -> dict[str, Any]:
     src = sampler.source_address(link.target[0])
     options: list = []
-    iface = link.path.pinned if link.path.overrides_route else None
     nics = monitor.nics
-    if iface is not None:
+    bound = clients.binding(link)
+    if bound is not None:
         # Measured through the interface the link is pinned to, as its probes are:
         # the routes would send it elsewhere (e.g. a Mac's 169.254/16 via Wi-Fi), and
         # the result would then be credited to an interface it did not cross.
-        index = ifindex.index(iface, nics)
-        options = bind_options(iface, index or 0, platform) if index else []
+        iface, _index, options = bound
         if not options or iface not in nics:
             raise LookupError(f"cannot send through {iface}, the interface the link to "
                               f"{link.target[0]} is pinned to, so it cannot be measured")

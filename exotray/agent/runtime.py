@@ -277,7 +277,6 @@ class Agent:
         assert self.captest is not None
         return await measure(pick_link(self.links.values(), peer, interface),
                              tester=self.captest, clients=self.clients, monitor=self.monitor,
-                             ifindex=self._ifindex, platform=self.platform,
                              who=self.settings.name, seconds=seconds, streams=streams)
 
     # -- lifecycle ---------------------------------------------------------------------
