@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from exotray import __version__
-from exotray.core import fmt, paths
+from exotray.core import paths
 from exotray.core.settings import (
     CAPTEST_SECONDS,
     CAPTEST_STREAMS,
@@ -29,6 +29,7 @@ from exotray.core.settings import (
     parse_capacity,
     parse_peer,
 )
+from exotray.core.status import diagnostics, status_lines  # noqa: F401 (diagnostics: re-exported)
 
 
 def default_config_path() -> Path:
@@ -157,93 +158,13 @@ def cmd_agent(args: argparse.Namespace) -> int:
         return 1
 
 
-def _status_lines(cluster: dict) -> list[str]:
-    names = {n["node"]["id"]: n["node"]["name"] for n in cluster.get("nodes", [])}
-    rows = [("FROM", "TO", "VIA", "RTT", "RX", "TX", "UTIL", "STATE")]
-    for node in cluster.get("nodes", []):
-        for lk in node.get("links", []):
-            peer = lk.get("peer_name") or names.get(lk.get("peer_id")) or lk["peer_address"]
-            iface = lk.get("local_label") or lk.get("local_interface") or "?"
-            if lk.get("local_interface") and lk.get("local_label") != lk.get("local_interface"):
-                iface = f"{lk['local_label']} ({lk['local_interface']})"
-            rows.append((
-                node["node"]["name"],
-                f"{peer} {lk['peer_address']}",
-                iface,
-                fmt.ms(lk.get("rtt_ms")),
-                fmt.rate(lk.get("rx_bytes_per_s")),
-                fmt.rate(lk.get("tx_bytes_per_s")),
-                fmt.percent(lk.get("utilization")),
-                lk["state"],
-            ))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    if len(rows) == 1:
-        lines = ["no links yet."]
-    return lines + diagnostics(cluster)
-
-
-_IGNORED = {
-    "version_mismatch": "runs an exotray that speaks another protocol",
-    "no_address": "announces no address on any of our subnets",
-    "spoofed_id": "claims to be this node",
-    "duplicate_id": "claims the id of another peer",
-    "bad_port": "announces an invalid port",
-    "no_txt": "has no exotray TXT record",
-    "txt_too_large": "has an oversized TXT record",
-    "bad_txt": "has a malformed TXT record",
-    "bad_id": "has a malformed id",
-    "unresolvable": "could not be resolved",
-}
-
-
-def diagnostics(cluster: dict) -> list[str]:
-    """Why a peer the user expects may be missing, in plain words."""
-    notes: list[str] = []
-    nodes = cluster.get("nodes") or [{}]
-    notes += [w.rstrip(".") + "." for w in nodes[0].get("warnings") or []]
-    disc = cluster.get("discovery") or {}
-    if disc.get("mdns") is False:
-        notes.append("mDNS is off (--no-mdns): only peers given with --peer are monitored.")
-    elif disc.get("problem"):
-        notes.append(f"mDNS: {disc['problem']}.")
-    elif disc.get("mdns"):
-        notes.append(f"mDNS: announcing and browsing on {', '.join(disc.get('addresses', []))}.")
-    for ig in disc.get("ignored", []):
-        what = _IGNORED.get(ig.get("reason"), ig.get("reason"))
-        detail = f": {ig['detail']}" if ig.get("detail") else ""
-        notes.append(f"ignored mDNS service {ig.get('service')} — it {what}{detail}.")
-    for peer in cluster.get("peers", []):
-        who = peer.get("name") or peer.get("key")
-        where = ", ".join(peer.get("addresses", [])) or "(address not resolved yet)"
-        if (peer.get("last_error") or "").startswith("unauthenticated"):
-            notes.append(f"peer {who} at {where} does not have this cluster's key (or has "
-                         "another): its probes and snapshot are refused.")
-        elif not peer.get("up"):
-            port = where.rsplit(":", 1)[-1] if peer.get("addresses") else "?"
-            notes.append(
-                f"peer {who} at {where} does not answer probes: is its agent running, and "
-                f"is UDP and TCP port {port} open in its firewall?"
-            )
-        elif peer.get("last_error"):
-            notes.append(f"peer {who} answers probes, but its snapshot failed: "
-                         f"{peer['last_error']}")
-        if cluster.get("sharing") == "stream" and peer.get("sharing") == "poll":
-            notes.append(f"peer {who} speaks the previous sharing protocol (no /v1/stream): "
-                         "its full snapshot is polled every interval.")
-    for node in cluster.get("nodes", [])[1:]:
-        if not node.get("reachable", True):
-            notes.append(f"{node['node']['name']}'s data is {node.get('age_s', 0):.0f} s old.")
-    return [f"note: {n}" for n in notes]
-
-
 def cmd_status(args: argparse.Namespace) -> int:
     cluster = _get(args, "/v1/cluster")
     if args.json:
         json.dump(cluster, sys.stdout, indent=2)
         print()
     else:
-        print("\n".join(_status_lines(cluster)))
+        print("\n".join(status_lines(cluster)))
     return 0
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exotray.cli import _status_lines
+from exotray.core.status import status_lines as _status_lines
 
 LINK = {
     "peer_name": "studio-2", "peer_address": "10.0.0.2", "local_interface": "bridge0",
