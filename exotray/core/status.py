@@ -87,9 +87,7 @@ def diagnostics(cluster: dict) -> list[str]:
 
 
 def _mbit(value: float | None) -> str:
-    if not value:
-        return "?"
-    return f"{value / 1000:g} Gb/s" if value >= 1000 else f"{value:g} Mb/s"
+    return fmt.mbit(value) if value else "?"
 
 
 def interface_lines(report: dict) -> list[str]:
