@@ -63,9 +63,10 @@ class LinuxReader:
     """sysfs and nl80211 (hw_linux). `sys_net` and `iw_factory` are seams for tests."""
 
     def __init__(self, sys_net: str | os.PathLike = hw_linux.SYS_NET,
-                 iw_factory: Any = None) -> None:
+                 iw_factory: Any = None, ethtool_factory: Any = None) -> None:
         self.sys_net = sys_net
         self.iw_factory = iw_factory
+        self.ethtool_factory = ethtool_factory
 
     def links(self, kinds: Mapping[str, str]) -> dict[str, HwLink]:
         out: dict[str, HwLink] = {}
@@ -94,7 +95,12 @@ class LinuxReader:
             return HwLink(name, float(bond.speed_mbit) if bond.speed_mbit else None,
                           members=bond.slaves, source=f"bond ({bond.mode})")
         speed = hw_linux.link_speed_mbit(name, self.sys_net)
-        return HwLink(name, float(speed), source="sysfs") if speed else None
+        top = (hw_linux.read_max_mbit(name, self.ethtool_factory) if kind == "ethernet"
+               else None)
+        if not speed and not top:
+            return None
+        return HwLink(name, float(speed) if speed else None, float(top) if top else None,
+                      source="sysfs")
 
     def member_for_peer(self, bridge: str, peer_ip: str) -> str | None:
         return hw_linux.bridge_member_for_peer(bridge, peer_ip, self.sys_net)

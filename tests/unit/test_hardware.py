@@ -360,3 +360,39 @@ def test_mac_reader_finds_the_thunderbolt_bridge_member_of_a_peer():
     reader = MacReader(run, wifi_loader=lambda: None)
     assert reader.member_for_peer("bridge0", "169.254.77.31") == "en3"
     assert reader.member_for_peer("bridge0", "169.254.201.9") is None  # incomplete ARP
+
+
+@dataclass
+class FakeEthtool:
+    """pyroute2.ethtool.Ethtool's get_link_mode, answering supported modes by name (mode
+    names as the kernel's ethtool_link_mode_bit_indices, include/uapi/linux/ethtool.h)."""
+
+    modes: dict[str, list[str]]
+
+    def __call__(self):
+        return self
+
+    def get_link_mode(self, name):
+        if name not in self.modes:
+            raise OSError(19, "No such device")
+
+        @dataclass
+        class Mode:
+            supported_modes: list[str]
+        return Mode(self.modes[name])
+
+    def close(self):
+        pass
+
+
+def test_linux_ethernet_maximum_from_its_supported_modes(tmp_path: Path):
+    _write(tmp_path / "enp1s0/speed", "1000\n")
+    _write(tmp_path / "enp2s0/speed", "10000\n")
+    tool = FakeEthtool({"enp1s0": ["10baseT/Half", "1000baseT/Full", "10000baseT/Full",
+                                   "2500baseT/Full", "Autoneg"],
+                        "enp2s0": []})
+    got = LinuxReader(sys_net=tmp_path, ethtool_factory=tool).links(
+        {"enp1s0": "ethernet", "enp2s0": "ethernet", "veth0": "ethernet"})
+    assert (got["enp1s0"].speed_mbit, got["enp1s0"].max_mbit) == (1000.0, 10000.0)
+    assert (got["enp2s0"].speed_mbit, got["enp2s0"].max_mbit) == (10000.0, None)
+    assert "veth0" not in got  # no speed, no modes: unknown
