@@ -314,7 +314,8 @@ class LinkDetails(QWidget):
             self._set_sub("capacity", f"({fmt.bit_rate(cap)}) · {words}")
         else:
             self._set_sub("capacity", "set it in Preferences, or Measure capacity")
-        self._interface.setText(f"via {linkwords.via(link, ifaces)}")
+        at = linkwords.speed(link, ifaces)
+        self._interface.setText(f"via {linkwords.via(link, ifaces)}" + (f" · {at}" if at else ""))
         self._note.setText(linkwords.traffic_note(link, ifaces))
         self._set_capacity(cap)
 

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from exotray.core import fmt
+
 Ifaces = dict[str, dict[str, Any]]
 
 
@@ -30,6 +32,21 @@ def via(link: dict[str, Any], ifaces: Ifaces) -> str:
     member = link.get("member_interface")
     if member:
         text += f" via {_named(member, (ifaces.get(member) or {}).get('label'))}"
+    return text
+
+
+def speed(link: dict[str, Any], ifaces: Ifaces) -> str | None:
+    """The carrying port's negotiated speed, "40 Gb/s of 80 Gb/s" (or "866 Mb/s PHY rate"
+    for Wi-Fi), None when the node does not say."""
+    carrier = ifaces.get(link.get("member_interface") or link.get("local_interface") or "")
+    if not carrier or not carrier.get("speed_mbit"):
+        return None
+    text = fmt.mbit(carrier["speed_mbit"])
+    top = carrier.get("max_speed_mbit")
+    if top and top > carrier["speed_mbit"]:
+        text += f" of {fmt.mbit(top)}"
+    if carrier.get("kind") == "wifi":
+        text += " PHY rate"
     return text
 
 

@@ -290,11 +290,13 @@ def test_a_bridged_link_names_its_cable_and_whose_traffic(details: LinkDetails,
                                                           link: dict) -> None:
     ifaces = {"bridge0": {"name": "bridge0", "label": "Thunderbolt Bridge",
                           "kind": "thunderbolt", "members": ["en2", "en3"]},
-              "en3": {"name": "en3", "label": "Thunderbolt 2", "kind": "thunderbolt"}}
+              "en3": {"name": "en3", "label": "Thunderbolt 2", "kind": "thunderbolt",
+                      "speed_mbit": 40000, "max_speed_mbit": 80000}}
     bridged = {**link, "local_interface": "bridge0", "local_label": "Thunderbolt Bridge",
                "member_interface": "en3", "capacity_source": "kind"}
     details.set_link(bridged, "studio-1", ifaces)
-    assert details._interface.text() == "via Thunderbolt Bridge (bridge0) via Thunderbolt 2 (en3)"
+    assert details._interface.text() == \
+        "via Thunderbolt Bridge (bridge0) via Thunderbolt 2 (en3) · 40 Gb/s of 80 Gb/s"
     assert details._note.text().startswith("Traffic shown is all traffic of en3, the cable")
     assert "negotiated Thunderbolt rate" in details._subs["capacity"].text()
     details.set_link({**bridged, "member_interface": None}, "studio-1", ifaces)

@@ -58,3 +58,11 @@ def test_ago():
     assert linkwords.ago("2026-12-03T03:59:30Z", lambda: 1_796_270_400.0) == "just now"
     assert linkwords.ago("2026-12-03T01:00:00Z", lambda: 1_796_270_400.0) == "3 h ago"
     assert linkwords.ago(None) is None and linkwords.ago("yesterday") is None
+
+
+def test_speed_of_the_carrying_port():
+    ifaces = {**IFACES, "en3": {**IFACES["en3"], "speed_mbit": 40000, "max_speed_mbit": 80000},
+              "en0": {**IFACES["en0"], "speed_mbit": 866.0}}
+    assert linkwords.speed(link(member_interface="en3"), ifaces) == "40 Gb/s of 80 Gb/s"
+    assert linkwords.speed({"local_interface": "en0"}, ifaces) == "866 Mb/s PHY rate"
+    assert linkwords.speed({"local_interface": "eth0"}, ifaces) is None
