@@ -60,14 +60,17 @@ class Hardware:
     def get(self, name: str | None) -> HwLink | None:
         return self.links.get(name) if name else None
 
-    def member(self, bridge: str | None, peer_ip: str, now: float) -> str | None:
+    def member(self, bridge: str | None, peer_ip: str, now: float | None = None) -> str | None:
         """The member of `bridge` that reaches `peer_ip`, when known (None: not a bridge,
-        or not found yet — the caller then uses the bridge's totals, saying so)."""
+        or not found yet — the caller then uses the bridge's totals, saying so). With
+        `now` (the sampling path) the pair is also kept on the list of pairs to resolve;
+        without it (views) this is a pure read."""
         hw = self.get(bridge)
         if hw is None or not hw.bridge or not hw.members or bridge is None:
             return None
         key = (bridge, peer_ip)
-        self._asked[key] = now
+        if now is not None:
+            self._asked[key] = now
         found = self._members.get(key)
         return found if found in hw.members else None
 

@@ -38,6 +38,29 @@ from exotray.agent.interfaces import parse_networksetup
 
 logger = logging.getLogger(__name__)
 
+
+class _OncePerHour(logging.Filter):
+    """The readers run every few minutes: a command that keeps failing the same way is
+    said once an hour, not every time (never an error loop in the log)."""
+
+    def __init__(self, every_s: float = 3600.0) -> None:
+        super().__init__()
+        self.every_s = every_s
+        self._said: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = record.getMessage()
+        last = self._said.get(key)
+        if last is not None and record.created - last < self.every_s:
+            return False
+        if len(self._said) > 256:
+            self._said.clear()
+        self._said[key] = record.created
+        return True
+
+
+logger.addFilter(_OncePerHour())
+
 # (argv, timeout seconds) -> stdout, or None when the command could not give it.
 Runner = Callable[[Sequence[str], float], "str | None"]
 

@@ -157,23 +157,27 @@ class InterfaceMonitor:
                            {n: st.up for n, st in live.items()})
 
     # -- what links ask ----------------------------------------------------------------
-    def member(self, name: str | None, peer: str | None) -> str | None:
+    def member(self, name: str | None, peer: str | None, *, track: bool = False,
+               ) -> str | None:
         """The bridge member of `name` that reaches `peer`, when `name` is a bridge and
-        the member is known (else None: the link's numbers are the bridge's totals)."""
+        the member is known (else None: the link's numbers are the bridge's totals).
+        `track` (the sampling path only) keeps the pair on the list to resolve: views
+        read without changing anything."""
         if not name or not peer:
             return None
-        m = self.hardware.member(name, peer, self._now)
+        m = self.hardware.member(name, peer, self._now if track else None)
         return m if m in self.ifaces else None
 
-    def carrier(self, name: str | None, peer: str | None = None) -> str | None:
+    def carrier(self, name: str | None, peer: str | None = None, *,
+                track: bool = False) -> str | None:
         """The interface whose counters and capacity a link to `peer` via `name` uses."""
-        return self.member(name, peer) or name
+        return self.member(name, peer, track=track) or name
 
-    def numbers(self, name: str | None, peer: str | None = None,
+    def numbers(self, name: str | None, peer: str | None = None, *, track: bool = False,
                 ) -> tuple[Rate | None, cap.Capacity, float | None]:
         """Rate, capacity and utilization of the interface `name` (a link's carrier), or
         of its member that reaches `peer` when `name` is a bridge."""
-        name = self.carrier(name, peer)
+        name = self.carrier(name, peer, track=track)
         st = self.ifaces.get(name) if name else None
         if st is None or st.vanished_at is not None:
             return None, cap.Capacity(None, "unknown"), None

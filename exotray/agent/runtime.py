@@ -173,7 +173,8 @@ class Agent:
         return changed
 
     def _detect(self, link: Link, t: float) -> None:
-        rate, capacity, util = self.monitor.numbers(link.local_interface, link.target[0])
+        rate, capacity, util = self.monitor.numbers(link.local_interface, link.target[0],
+                                                    track=True)
         if rate is None or self.paused:
             return
         change = linkstats.detect(link, self.clock(), rate, util)

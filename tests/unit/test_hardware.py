@@ -246,6 +246,8 @@ def test_bridge_member_is_resolved_off_the_loop_and_kept():
         await settle(hw, 40.0, kinds)
         assert hw.member("br0", "10.213.0.2", 40.0) == "v1"
         assert hw.member("v1", "10.213.0.2", 40.0) is None  # not a bridge
+        assert hw.member("br0", "10.213.0.9") is None  # a view's read: nothing to resolve
+        assert ("br0", "10.213.0.9") not in hw._asked
 
     asyncio.run(go())
 
@@ -396,3 +398,13 @@ def test_linux_ethernet_maximum_from_its_supported_modes(tmp_path: Path):
     assert (got["enp1s0"].speed_mbit, got["enp1s0"].max_mbit) == (1000.0, 10000.0)
     assert (got["enp2s0"].speed_mbit, got["enp2s0"].max_mbit) == (10000.0, None)
     assert "veth0" not in got  # no speed, no modes: unknown
+
+
+def test_a_command_that_keeps_failing_is_said_once(caplog):
+    """The macOS readers run every 2 minutes: the same failure is one line an hour."""
+    with caplog.at_level(logging.WARNING, logger="exotray.agent.hw_macos"):
+        for _ in range(3):
+            assert hw_macos.run_command(("/nonexistent/system_profiler", "x"), 1.0) is None
+        hw_macos.run_command(("/nonexistent/ifconfig", "-m", "en9"), 1.0)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2 and "system_profiler" in lines[0] and "ifconfig" in lines[1]
