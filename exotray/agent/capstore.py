@@ -9,9 +9,11 @@ renegotiated): then it describes another link and is dropped, saying so.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +40,8 @@ class CapacityStore:
     def __init__(self, state_dir: Path | None) -> None:
         self.path = state_dir / FILE if state_dir is not None else None
         self.items: dict[str, Measured] = self._load()
+        #: one writer thread, so saves land in order and the loop never waits on fsync
+        self._writer: ThreadPoolExecutor | None = None
 
     def _load(self) -> dict[str, Measured]:
         if self.path is None or not self.path.exists():
@@ -49,12 +53,17 @@ class CapacityStore:
         except (OSError, ValueError) as e:
             log.warning("ignoring measured capacities in %s: %s", self.path, e)
             return {}
-        out = {}
+        out, bad = {}, []
         for name, rec in data.items():
             rec = rec if isinstance(rec, dict) else {}
             mbit, at = _number(rec.get("mbit")), _number(rec.get("at"))
             if isinstance(name, str) and mbit and at:
                 out[name] = Measured(mbit, at, _number(rec.get("speed_mbit")))
+            else:
+                bad.append(str(name)[:32])
+        if bad:
+            log.warning("ignoring malformed measured capacities in %s: %s", self.path,
+                        ", ".join(bad))
         return out
 
     def put(self, name: str, mbit: float, at: float, speed_mbit: float | None) -> None:
@@ -81,6 +90,23 @@ class CapacityStore:
             return
         data = {n: {"mbit": m.mbit, "at": m.at, "speed_mbit": m.speed_mbit}
                 for n, m in sorted(self.items.items())}
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            self._write(data)  # no loop (a test, a tool): write now
+            return
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="capstore")
+        self._writer.submit(self._write, data)
+
+    def flush(self) -> None:
+        """Wait for the writes handed to the writer thread (the agent's stop)."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
+
+    def _write(self, data: dict) -> None:
+        assert self.path is not None
         try:
             paths.write_atomically(self.path, json.dumps(data, indent=1).encode(), mode=0o644)
         except OSError as e:

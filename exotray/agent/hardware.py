@@ -25,6 +25,11 @@ from exotray.agent.hwread import HwLink, HwReader
 log = logging.getLogger(__name__)
 
 REFRESH_S = 120.0
+#: reads are never closer than this, however often interfaces come and go
+MIN_GAP_S = 15.0
+#: kinds the readers read: other interfaces coming and going (AirDrop's awdl0, VPN utuns,
+#: container veths) do not make the hardware worth reading again
+READ_KINDS = ("ethernet", "wifi", "thunderbolt")
 MEMBER_REFRESH_S = 30.0
 MEMBER_RETRY_S = 5.0
 #: a (bridge, peer) nobody asked about for this long is forgotten
@@ -33,6 +38,10 @@ MEMBER_FORGET_S = 300.0
 EVENT_KINDS = ("ethernet", "thunderbolt")
 
 Emit = Callable[..., None]  # emit(type_, **fields)
+
+
+def _read_kinds(kinds: Mapping[str, str]) -> dict[str, str]:
+    return {n: k for n, k in kinds.items() if k in READ_KINDS}
 
 
 class Hardware:
@@ -74,18 +83,26 @@ class Hardware:
         found = self._members.get(key)
         return found if found in hw.members else None
 
-    def changed(self) -> None:
-        """The interface list or an up/down state changed: read again at the next tick."""
-        self._due = True
+    def changed(self, names: set[str] | None = None) -> None:
+        """Interfaces `names` (None: any) appeared, vanished or went up/down: read again
+        at the next tick, when one of them is of a kind the readers read (or a bridge)."""
+        if names is None or any(self._kinds.get(n) in READ_KINDS or self.get(n) is not None
+                                for n in names):
+            self._due = True
 
     # -- the tick (on the loop) ----------------------------------------------------------
     def tick(self, now: float, kinds: Mapping[str, str], labels: Mapping[str, str],
              up: Mapping[str, bool]) -> None:
         self._collect(now, up)
         self._collect_members(now)
+        if _read_kinds(kinds) != _read_kinds(self._kinds):
+            # new interfaces of kinds the readers read, or kinds settled (macOS:
+            # networksetup answered after the first read ran with kinds guessed from names)
+            self._due = True
         running = self._task is not None and not self._task.done()
-        if not running and (self._due or self.read_at is None
-                            or now - self.read_at >= REFRESH_S):
+        since = now - self.read_at if self.read_at is not None else None
+        if not running and (since is None or since >= REFRESH_S
+                            or (self._due and since >= MIN_GAP_S)):
             self._due = False
             self._kinds, self._labels = dict(kinds), dict(labels)
             self._task = asyncio.get_running_loop().create_task(
@@ -97,6 +114,7 @@ class Hardware:
         if task is None or not task.done():
             return
         self._task = None
+        self.read_at = now  # also after a failure: the next try waits its turn
         try:
             found = task.result()
         except Exception as e:  # a reader bug must not stop sampling; say it once
@@ -106,7 +124,6 @@ class Hardware:
                 self._failed = why
             return
         self._failed = None
-        self.read_at = now
         self.links = found
         self._speed_events(found, up)
 
@@ -116,15 +133,20 @@ class Hardware:
                 continue  # a bridge's or bond's members speak for themselves
             speed = hw.speed_mbit
             if not speed or not up.get(name, False):
-                continue  # down or unplugged: not a speed, and not degraded
+                # down or unplugged: not a speed, and no longer degraded (no event: that
+                # is a link going down, which the probes report)
+                self.degraded.pop(name, None)
+                continue
+            first = name not in self._best
             best = self._best[name] = max(self._best.get(name, 0.0), speed)
             full = hw.full_mbit or best
             label = self._labels.get(name) or name
             if speed < full:
                 if self.degraded.get(name) != speed:
+                    # from: the speed it was seen at before (None: slow from the start)
+                    before = self.degraded.get(name) or (None if first else best)
                     self.emit("link_degraded", interface=name, local_label=label,
-                              from_mbit=self.degraded.get(name, full), to_mbit=speed,
-                              max_mbit=hw.full_mbit)
+                              from_mbit=before, to_mbit=speed, max_mbit=hw.full_mbit)
                     self.degraded[name] = speed
             elif name in self.degraded:
                 self.emit("link_restored", interface=name, local_label=label,

@@ -238,6 +238,15 @@ class Receptacle:
     speed_text: str
     peer: str | None
     bus: str
+    #: what is cabled offers Thunderbolt networking (an XDomain "service_ip": a Mac or PC
+    #: at the other end), so the port's speed is a network link's; a drive or dock is not
+    ip_service: bool = False
+
+
+def _ip_service(item: dict[str, Any]) -> bool:
+    services = item.get("services_title")
+    return isinstance(services, list) and any(
+        isinstance(s, dict) and s.get("_name") == "service_ip" for s in services)
 
 
 def _receptacle(bus: dict[str, Any]) -> Receptacle | None:
@@ -262,6 +271,7 @@ def _receptacle(bus: dict[str, Any]) -> Receptacle | None:
         speed_text=text if isinstance(text, str) else "",
         peer=peer if isinstance(peer, str) else None,
         bus=str(bus.get("_name", "")),
+        ip_service=cabled and _ip_service(first),
     )
 
 
@@ -305,7 +315,8 @@ def thunderbolt_speeds(
             max_mbit=own_max if own_max else ceiling,
             max_inferred=own_max is None and ceiling is not None,
             cabled=r.cabled, peer=r.peer,
-            detail={"receptacle": r.receptacle, "current_speed": r.speed_text, "bus": r.bus},
+            detail={"receptacle": r.receptacle, "current_speed": r.speed_text, "bus": r.bus,
+                    "ip_service": r.ip_service},
         )
     for bridge, members in (bridges or {}).items():
         mine = [out[m] for m in members if m in out]

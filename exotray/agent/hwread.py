@@ -121,12 +121,23 @@ class MacReader:
     def links(self, kinds: Mapping[str, str]) -> dict[str, HwLink]:
         out: dict[str, HwLink] = {}
         if any(k == "thunderbolt" for k in kinds.values()):
-            for name, ls in (hw_macos.thunderbolt_links(self.runner) or {}).items():
+            found = hw_macos.thunderbolt_links(self.runner) or {}
+            ports = {n: ls for n, ls in found.items() if not ls.members
+                     and not n.startswith("bridge")}
+            for name, ls in ports.items():
+                # A port cabled to a drive or a dock is not a network link: its speed is
+                # no link's (system_profiler lists a Mac at the other end by its IP service)
+                speed = ls.speed_mbit if ls.detail.get("ip_service") else None
                 if name in kinds:
-                    out[name] = HwLink(
-                        name, ls.speed_mbit, ls.max_mbit, members=ls.members,
-                        bridge=bool(ls.members) or name.startswith("bridge"),
-                        source="system_profiler")
+                    out[name] = HwLink(name, speed, ls.max_mbit, source="system_profiler")
+            for name, ls in found.items():
+                if name in kinds and name not in ports:
+                    # a link through the bridge crosses one of its networked cables
+                    speeds = [out[m].speed_mbit for m in ls.members
+                              if m in out and out[m].speed_mbit]
+                    out[name] = HwLink(name, max(speeds) if speeds else None, ls.max_mbit,
+                                       members=ls.members, bridge=True,
+                                       source="system_profiler")
         if any(k == "wifi" for k in kinds.values()):
             rates = (hw_macos_wifi.wifi_rates(self.runner, self.wifi_loader)
                      if self.wifi_loader else hw_macos_wifi.wifi_rates(self.runner))

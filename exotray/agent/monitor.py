@@ -84,8 +84,11 @@ class InterfaceMonitor:
         state changed (what mDNS and the on-link choice of a link's interface rest on)."""
         if set(nics) != set(self.nics):
             self.classifier.refresh()
-        if {n: i.up for n, i in nics.items()} != {n: i.up for n, i in self.nics.items()}:
-            self.hardware.changed()
+        old_up = {n: i.up for n, i in self.nics.items()}
+        flipped = {n for n, i in nics.items() if old_up.get(n) != i.up} | (
+            set(old_up) - set(nics))
+        if flipped:
+            self.hardware.changed(flipped)
         self._now = now
         addresses_changed = {n: (i.up, i.addresses, i.networks) for n, i in nics.items()} != {
             n: (i.up, i.addresses, i.networks) for n, i in self.nics.items()
@@ -177,11 +180,16 @@ class InterfaceMonitor:
                 ) -> tuple[Rate | None, cap.Capacity, float | None]:
         """Rate, capacity and utilization of the interface `name` (a link's carrier), or
         of its member that reaches `peer` when `name` is a bridge."""
-        name = self.carrier(name, peer, track=track)
-        st = self.ifaces.get(name) if name else None
+        carrier = self.carrier(name, peer, track=track)
+        st = self.ifaces.get(carrier) if carrier else None
         if st is None or st.vanished_at is not None:
             return None, cap.Capacity(None, "unknown"), None
         rate = st.rate
+        if carrier == name and peer and self._bridged(name):
+            # the bridge's total traffic, while the cable that reaches this peer is not
+            # known: shown, but against no capacity, so it never "saturates" every link
+            # through the bridge together
+            return rate, cap.Capacity(None, "unknown"), None
         util = cap.utilization(
             rate.rx_bytes_per_s if rate else None,
             rate.tx_bytes_per_s if rate else None,
@@ -218,13 +226,17 @@ class InterfaceMonitor:
         ]
 
     # -- capacity ----------------------------------------------------------------------
+    def _bridged(self, name: str | None) -> bool:
+        hw = self.hardware.get(name)
+        return hw is not None and hw.bridge and bool(hw.members)
+
     def speed_of(self, name: str) -> tuple[float | None, float | None]:
         """(negotiated, maximum) Mbit/s of `name`: psutil's speed, else the hardware
         readers' (Thunderbolt, Wi-Fi PHY rate, macOS media); None where unknown."""
         hw = self.hardware.get(name)
         nic = self.nics.get(name)
         speed = (nic.speed_mbit if nic else None) or (hw.speed_mbit if hw else None)
-        return speed, (hw.max_mbit if hw else None)
+        return speed, (hw.full_mbit if hw else None)
 
     def capacity_of(self, name: str, kind: str, nic: sampler.NicInfo | None) -> cap.Capacity:
         hw: HwLink | None = self.hardware.get(name)
@@ -247,7 +259,12 @@ class InterfaceMonitor:
 
     def measured(self, name: str, mbit: float, at: float) -> None:
         """A capacity test measured `mbit` through interface `name` (used from the next
-        full sample on, kept in the state dir until the interface's speed changes)."""
+        full sample on, kept in the state dir until the interface's speed changes). Not
+        kept for a bridge whose member is unknown: it measured one cable, not them all."""
+        if self._bridged(name):
+            log.info("capacity measured through %s not kept: which of its cables it crossed "
+                     "is not known yet", name)
+            return
         st = self.ifaces.get(name)
         wifi = st is not None and st.kind == "wifi"
         self.store.put(name, mbit, at, None if wifi else self.speed_of(name)[0])
@@ -287,6 +304,7 @@ class InterfaceMonitor:
 
     async def stop(self) -> None:
         await self.hardware.stop()
+        await asyncio.to_thread(self.store.flush)
         if self._classify_task is not None:
             # networksetup has its own timeout; its thread ends by itself
             await asyncio.gather(self._classify_task, return_exceptions=True)

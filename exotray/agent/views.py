@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from exotray.agent.probe import ProbeSocket
 
 
+#: members listed per interface (a Docker or libvirt bridge has one per container; the
+#: schema takes 32)
+MAX_MEMBERS = 32
+
+
 def link_dict(link: Link, now: float, monitor: InterfaceMonitor) -> dict[str, Any]:
     s = link.rtt.summary(now)
     rate, capacity, util = monitor.numbers(link.local_interface, link.target[0])
@@ -68,7 +73,7 @@ def iface_dict(st: IfaceState, monitor: InterfaceMonitor) -> dict[str, Any]:
         "capacity_measured_at": iso(measured.at) if measured is not None else None,
         "speed_mbit": speed,
         "max_speed_mbit": top,
-        "members": list(hw.members) if hw else [],
+        "members": list(hw.members)[:MAX_MEMBERS] if hw else [],
     })
 
 

@@ -300,4 +300,4 @@ def test_a_bridged_link_names_its_cable_and_whose_traffic(details: LinkDetails,
     assert details._note.text().startswith("Traffic shown is all traffic of en3, the cable")
     assert "negotiated Thunderbolt rate" in details._subs["capacity"].text()
     details.set_link({**bridged, "member_interface": None}, "studio-1", ifaces)
-    assert "total of the bridge bridge0" in details._note.text()
+    assert "total of bridge0" in details._note.text()

@@ -33,7 +33,7 @@ def test_via_names_the_bridge_and_its_cable():
 def test_traffic_note_says_whose_traffic():
     assert "all traffic of en3, the cable of the bridge bridge0" in linkwords.traffic_note(
         link(member_interface="en3"), IFACES)
-    assert "total of the bridge bridge0 (all its cables)" in linkwords.traffic_note(
+    assert "total of bridge0 (all its member ports)" in linkwords.traffic_note(
         link(), IFACES)
     assert linkwords.traffic_note({"local_interface": "eth0"}, IFACES) == \
         "Traffic shown is all traffic of the local interface eth0, not only this link's."
