@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from exotray.agent import hw_linux, hw_macos, hw_macos_bridge, hw_macos_wifi
+from exotray.agent import hw_ethtool, hw_linux, hw_macos, hw_macos_bridge, hw_macos_wifi
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class LinuxReader:
             return HwLink(name, float(bond.speed_mbit) if bond.speed_mbit else None,
                           members=bond.slaves, source=f"bond ({bond.mode})")
         speed = hw_linux.link_speed_mbit(name, self.sys_net)
-        top = (hw_linux.read_max_mbit(name, self.ethtool_factory) if kind == "ethernet"
+        top = (hw_ethtool.read_max_mbit(name, self.ethtool_factory) if kind == "ethernet"
                else None)
         if not speed and not top:
             return None

@@ -52,9 +52,11 @@ def test_wall_clock_steps_forward_and_back(tmp_path, monkeypatch):
         peer.close()
     seen = out["seen"]
     assert all(lk["state"] == "up" for lk in seen[5:]), [lk["state"] for lk in seen]
+    # A step measured as an RTT would be ±3,600,000 ms: a loaded loopback's RTT, even
+    # hundreds of ms on a busy CI machine, is nowhere near it.
     for lk in seen:
         for key in ("rtt_last_ms", "rtt_max_ms"):
-            assert lk[key] is None or 0 <= lk[key] < 50, (key, lk[key])
+            assert lk[key] is None or 0 <= lk[key] < 1000, (key, lk[key])
     t = out["hist"]["t"]
     assert t == sorted(t) and len(t) >= 8
     # Steps may fall inside a probe's flight: such samples are discarded, not measured.

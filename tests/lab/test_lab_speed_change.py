@@ -41,6 +41,7 @@ kinds, labels, up = {tap: "ethernet"}, {tap: "Ethernet"}, {tap: True}
 async def read(now):
     hw.changed()
     hw.tick(now, kinds, labels, up)
+    assert hw._task is not None, "no read started"
     await asyncio.gather(hw._task, return_exceptions=True)
     hw.tick(now, kinds, labels, up)
 
@@ -49,7 +50,7 @@ async def main():
     for i, speed in enumerate(("10000", "1000", "1000", "10000")):
         subprocess.run(["ethtool", "-s", tap, "speed", speed, "duplex", "full",
                         "autoneg", "off"], check=True, timeout=10)
-        await read(float(i))
+        await read(20.0 * i)  # reads are at least 15 s apart (hardware.MIN_GAP_S)
         seen.append(hw.get(tap).speed_mbit if hw.get(tap) else None)
     print(json.dumps({"seen": seen, "events": events}))
 
