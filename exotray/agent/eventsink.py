@@ -39,6 +39,13 @@ class EventSink:
                 event["type"], who, event.get("local_interface"),
                 "unknown" if util is None else f"{util:.0%}",
             )
+        elif event["type"] in ("exo_slow_path", "exo_slow_path_cleared"):
+            inst = event.get("instance") or {}
+            log.log(logging.WARNING if event["type"] == "exo_slow_path" else logging.INFO,
+                    "%s: exo's %s to %s over %s%s", event["type"], inst.get("model"), who,
+                    event.get("local_interface"),
+                    f" while {event.get('better_interface')} is up"
+                    if event["type"] == "exo_slow_path" else "")
         else:
             log.info("%s: %s", event["type"], who)
         if self._file is not None:
