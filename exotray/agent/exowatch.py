@@ -2,7 +2,7 @@
 better link to the same peer sits idle, and its RDMA traffic (exo.py reads exo's JSON,
 exo_paths.py decides the slow paths, rdma.py reads RDMA counters).
 
-Off the hot path: its own loop ("exo", every EXO_POLL_S), one short-timeout HTTP
+Off the hot path: its own loop ("exo", every `poll_period`), one short-timeout HTTP
 client on loopback, JSON parsing and file/command reads in a worker thread. An absent exo
 is the normal case for most users: it is a status (`exotray status` shows one line), not
 a log line; a change of state is logged once (exo found, exo gone, exo unreadable — the
@@ -31,13 +31,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("exotray.agent.runtime")
 
-EXO_POLL_S = 3.0
 EXO_TIMEOUT_S = 1.0
 #: exo's /state also carries tasks, downloads and model cards; more than this is refused
 MAX_STATE_BYTES = 16 << 20
 #: macOS RDMA status (two commands) every this many polls
 MACOS_RDMA_EVERY = 10
 STATUSES = ("off", "waiting", "absent", "unreadable", "ok")
+
+
+def poll_period(interval: float) -> float:
+    """Every few seconds: three agent intervals (3 s by default), within 1..10 s."""
+    return min(max(3.0 * interval, 1.0), 10.0)
 
 
 def linux_bridge_members(sys_net: str | Path = "/sys/class/net") -> dict[str, tuple[str, ...]]:
@@ -211,6 +215,7 @@ class ExoWatch:
                            "devices": list(i.devices), "mine": i.mine}
                           for i in (s.instances if s else ())],
             "skipped": s.skipped if s else 0,
+            "polls": self.polls,
             "rdma_enabled": (self.rdma_macos or {}).get("enabled",
                                                         s.rdma_enabled if s else None),
             "rdma_ports": dict((self.rdma_macos or {}).get("ports") or {}),

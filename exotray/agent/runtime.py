@@ -28,7 +28,7 @@ from exotray.agent.captest import CapacityTester
 from exotray.agent.clients import HttpClients
 from exotray.agent.discovery import Discovery
 from exotray.agent.eventsink import EventSink
-from exotray.agent.exowatch import EXO_POLL_S, ExoWatch
+from exotray.agent.exowatch import ExoWatch, poll_period
 from exotray.agent.interfaces import InterfaceClassifier
 from exotray.agent.keys import SIGNATURE_HEADER, ClusterKeyError, load_key, sign
 from exotray.agent.links import Link, Target
@@ -283,7 +283,7 @@ class Agent:
         self.loops.every("probe", self.interval / self.settings.probes_per_interval,
                          lambda: self.prober.tick(self.paused))
         self.loops.every("share", self.interval, self._share_tick)
-        self.loops.every("exo", EXO_POLL_S, self.exo.tick)  # its own pace: exowatch.py
+        self.loops.every("exo", poll_period(self.interval), self.exo.tick)  # exowatch.py
 
     async def start(self) -> None:
         s = self.settings

@@ -117,7 +117,7 @@ class TopologyView(pg.PlotWidget):
             pen=pg.mkPen(theme.with_alpha(theme.SELECTION, 0.22), width=11), connect="finite"
         )
         self._halo_exo = pg.PlotCurveItem(
-            pen=pg.mkPen(theme.with_alpha(theme.EXO, 0.45), width=10), connect="finite"
+            pen=pg.mkPen(theme.with_alpha(theme.EXO, 0.5), width=19), connect="finite"
         )
         self._exo_sig: tuple[int, ...] | None = None
         self._curves: dict[str, pg.PlotCurveItem] = {}
