@@ -83,3 +83,32 @@ def test_status_line():
         "exo: Llama-3.3-70B-Instruct-4bit (ring) over Thunderbolt Bridge to studio-2; "
         "Llama-3.3-70B-Instruct-4bit (ring) (not on this node); 1 instance(s) not "
         "understood; RDMA enabled (rdma_en3 PORT_ACTIVE)."]
+
+
+def test_exo_marks_travel_in_stream_deltas():
+    """A link's exo_instances and rdma change like any field: the follower's mirror
+    (stream sharing) ends up with them, and without them again."""
+    import copy
+
+    from stream_frames import snapshot
+
+    from exotray.agent import stream_wire as W
+
+    snap = snapshot(links=2)
+    m = W.Mirror("aaaaaaaaaaaa", None)
+    old = W.split(snap)
+    m.full(W.full_body(old, 0.0))
+    marked = copy.deepcopy(snap)
+    inst = {"id": "r1", "model": M, "backend": "jaccl"}
+    marked["links"][0].update(exo_instances=[inst], rdma="not_counted")
+    new = W.split(marked)
+    d = W.delta(old, new, 0.1)
+    assert d["links"]["set"][marked["links"][0]["id"]] == {
+        "exo_instances": [inst], "rdma": "not_counted"}
+    got = m.delta(W.encode(d))
+    assert got.links[0].exo_instances[0].model == M and got.links[0].rdma == "not_counted"
+    cleared = copy.deepcopy(snap)  # as views.link_dict sends it: both keys, always
+    cleared["links"][0].update(exo_instances=[], rdma=None)
+    back = W.split(cleared)
+    got = m.delta(W.encode(W.delta(new, back, 0.1)))
+    assert (got.links[0].exo_instances, got.links[0].rdma) == ([], None)
