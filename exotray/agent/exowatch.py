@@ -116,8 +116,11 @@ class ExoWatch:
 
     async def _fetch(self) -> tuple[bytes, bytes]:
         if self._client is None:
-            # trust_env=False: never a proxy from the environment for a loopback poll
-            self._client = httpx.AsyncClient(timeout=EXO_TIMEOUT_S, trust_env=False)
+            # trust_env=False: never a proxy from the environment for a loopback poll.
+            # Made in a thread: a client loads its TLS context (tens of ms), which on the
+            # loop would delay probe replies and show up as RTT.
+            self._client = await asyncio.to_thread(
+                httpx.AsyncClient, timeout=EXO_TIMEOUT_S, trust_env=False)
         node = await self._get("/node_id")
         state = await self._get("/state")
         return node, state
