@@ -78,7 +78,8 @@ def main() -> int:
     ap.add_argument("--polls", type=int, default=50)
     args = ap.parse_args()
     rows, raw = [], []
-    mon = SimpleNamespace(ifaces={}, numbers=lambda n: (None, Capacity(None, "unknown"), None))
+    mon = SimpleNamespace(ifaces={},
+                          numbers=lambda n, p=None: (None, Capacity(None, "unknown"), None))
     with tempfile.TemporaryDirectory() as tmp:
         s = StandIn(Path(tmp)).start()
         try:

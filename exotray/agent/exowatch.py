@@ -193,7 +193,7 @@ class ExoWatch:
         facts = []
         for lk in self.links():
             st = self.monitor.ifaces.get(lk.local_interface or "")
-            _, capacity, util = self.monitor.numbers(lk.local_interface)
+            _, capacity, util = self.monitor.numbers(lk.local_interface, lk.target[0])
             facts.append(LinkFacts(
                 id=lk.id, peer_key=lk.peer.id or lk.peer.key, peer_name=lk.peer.name,
                 state=lk.state, kind=st.kind if st else None, label=st.label if st else None,

@@ -171,6 +171,17 @@ def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | Non
                     f"{label} at {util} ({fmt.rate(rate)}{of})")
         return (f"Link back to normal: {node} ⇄ {peer}",
                 f"{label} at {util} ({fmt.rate(rate)}{of})")
+    if kind in ("link_degraded", "link_restored"):
+        port = event.get("local_label") or "?"
+        if event.get("interface") and event.get("interface") != port:
+            port = f"{port} ({event['interface']})"
+        top = event.get("max_mbit")
+        of = f" of {fmt.mbit(top)}" if top else f", was {fmt.mbit(event.get('from_mbit'))}"
+        if kind == "link_degraded":
+            return (f"Link slower than it can be: {node}",
+                    f"{node}: {port} at {fmt.mbit(event.get('to_mbit'))}{of}")
+        return (f"Link back to full speed: {node}",
+                f"{node}: {port} at {fmt.mbit(event.get('to_mbit'))}")
     if kind in ("exo_slow_path", "exo_slow_path_cleared"):
         inst = event.get("instance") or {}
         model = str(inst.get("model") or "a model")

@@ -38,7 +38,7 @@ class Monitor:
     ifaces: dict = field(default_factory=dict)
     caps: dict = field(default_factory=dict)
 
-    def numbers(self, name):
+    def numbers(self, name, peer=None):
         return None, Capacity(self.caps.get(name), "override"), 0.0
 
 
