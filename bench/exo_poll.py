@@ -7,7 +7,8 @@ instances, each with its model cards as exo sends them.
 For each size: the /state body, the parse alone (exo.decode_state + parse_state, which
 the agent runs in a worker thread), a whole ExoWatch.tick (two HTTP GETs, parse, slow-
 path check) and the longest time the event loop was blocked during the ticks (a 1 ms
-ticker coroutine's worst lateness: what the probes and the sampler would feel).
+ticker coroutine's worst lateness: what the probes and the sampler would feel), next to
+the same ticker's worst lateness over as long without any poll (the machine's own noise).
 Loopback only; no agent process; a few seconds.
 """
 
@@ -50,7 +51,10 @@ def state_of(n: int) -> bytes:
     return ex.dumps(ex.state(inst, nodes))
 
 
-async def ticks(w: ExoWatch, polls: int) -> tuple[list[float], float]:
+async def ticks(w: ExoWatch | None, polls: int, idle_s: float = 0.0
+                ) -> tuple[list[float], float]:
+    """`polls` ticks of `w` (or, without one, as long asleep: the ticker's baseline on
+    this machine at this moment)."""
     worst = 0.0
     done = False
 
@@ -65,11 +69,15 @@ async def ticks(w: ExoWatch, polls: int) -> tuple[list[float], float]:
     times = []
     for _ in range(polls):
         t = time.perf_counter()
-        await w.tick()
+        if w is None:
+            await asyncio.sleep(idle_s)
+        else:
+            await w.tick()
         times.append(time.perf_counter() - t)
     done = True
     await task
-    await w.aclose()
+    if w is not None:
+        await w.aclose()
     return times, worst
 
 
@@ -102,6 +110,9 @@ def main() -> int:
                 raw.append({"instances": n, "bytes": len(body), "parse_s": parse,
                             "tick_s": times, "loop_blocked_worst_s": worst})
                 print(f"{n} instances done", file=sys.stderr)
+                _, base = asyncio.run(ticks(None, args.polls, statistics.median(times)))
+                rows.append([f"{n}, no poll", "", "", "", "", f"{base * 1e3:.1f} ms"])
+                raw[-1]["loop_blocked_worst_baseline_s"] = base
         finally:
             s.stop()
     info = machine_info()

@@ -117,10 +117,12 @@ class ExoWatch:
     async def _fetch(self) -> tuple[bytes, bytes]:
         if self._client is None:
             # trust_env=False: never a proxy from the environment for a loopback poll.
-            # Made in a thread: a client loads its TLS context (tens of ms), which on the
-            # loop would delay probe replies and show up as RTT.
+            # A client loads the CA bundle (tens of ms holding the GIL, which a thread does
+            # not spare the loop: probe replies wait and it shows as RTT); plain http://
+            # needs none, so only an https:// exo_url verifies.
             self._client = await asyncio.to_thread(
-                httpx.AsyncClient, timeout=EXO_TIMEOUT_S, trust_env=False)
+                httpx.AsyncClient, timeout=EXO_TIMEOUT_S, trust_env=False,
+                verify=self.url.startswith("https://"))
         node = await self._get("/node_id")
         state = await self._get("/state")
         return node, state
