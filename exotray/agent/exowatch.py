@@ -59,12 +59,6 @@ def linux_bridge_members(sys_net: str | Path = "/sys/class/net") -> dict[str, tu
     return out
 
 
-def macos_bridge_members() -> dict[str, tuple[str, ...]]:
-    from exotray.agent.hw_macos import parse_ifconfig
-    text = rdma._run(["ifconfig"])
-    return {n: i.members for n, i in parse_ifconfig(text).items() if i.members}
-
-
 class ExoWatch:
     def __init__(self, url: str, *, monitor: InterfaceMonitor,
                  links: Callable[[], Iterable[Link]],
@@ -149,11 +143,8 @@ class ExoWatch:
         if self.platform.startswith("linux"):
             self.members = linux_bridge_members()
             self.rdma_rates.update(self.clock(), rdma.read_linux_counters(self.sysfs_ib))
-        elif self.platform == "darwin":
-            jaccl = any(i.backend == "jaccl" for i in state.instances)
-            self.members = macos_bridge_members() if jaccl else {}
-            if self.polls % MACOS_RDMA_EVERY == 1:
-                self.rdma_macos = rdma.macos_status(self.run)
+        elif self.platform == "darwin" and self.polls % MACOS_RDMA_EVERY == 1:
+            self.rdma_macos = rdma.macos_status(self.run)
 
     def _set(self, status: str, detail: str | None, state: exo.ExoState | None) -> None:
         old = self.status
@@ -172,6 +163,12 @@ class ExoWatch:
 
     # -- what the links see ----------------------------------------------------------------
     def _members(self, iface: str) -> tuple[str, ...]:
+        """A bridge's member ports: the hardware readers' (macOS ifconfig, Linux sysfs,
+        read off the loop by the monitor), else our own Linux sysfs read."""
+        hardware = getattr(self.monitor, "hardware", None)
+        hw = hardware.get(iface) if hardware is not None else None
+        if hw is not None and getattr(hw, "members", None):
+            return tuple(hw.members)
         return self.members.get(iface, ())
 
     def for_link(self, peer_address: str, local_interface: str | None) -> list[exo.ExoInstance]:

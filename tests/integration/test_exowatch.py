@@ -214,3 +214,24 @@ def test_agents_read_exo_and_status_says_so(tmp_path, standin):
     finally:
         for p in (a, b, c):
             p.close()
+
+
+def test_jaccl_link_through_a_bridge_member_and_rdma_not_counted(tmp_path):
+    """A JACCL instance's rdma_en3 marks the link over bridge0 when the hardware readers
+    know en3 is one of its members; with no RDMA counters the link says so."""
+    from pathlib import Path
+
+    from exotray.agent import exo
+
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "exo"
+    w = make_watch("http://127.0.0.1:1", [], [])
+    w.monitor.hardware = SimpleNamespace(
+        get=lambda name: SimpleNamespace(members=("en2", "en3")) if name == "bridge0" else None)
+    w.state = exo.parse_state(exo.decode_state((fix / "state_jaccl.json").read_bytes()), NODE)
+    (inst,) = w.for_link("169.254.20.11", "bridge0")
+    assert inst.backend == "jaccl"
+    assert w.rdma_for("bridge0", [inst]) == ("not_counted", (0.0, 0.0))
+    assert w.for_link("169.254.20.11", "en0") == []
+    # with port counters for en3 (Linux), they are the link's too
+    w.rdma_rates.rates = {"en3": (1e9, 2e9)}
+    assert w.rdma_for("bridge0", [inst]) == ("counted", (1e9, 2e9))
