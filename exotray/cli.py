@@ -86,6 +86,9 @@ def _agent_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sharing", choices=SHARING,
                    help="how peers share snapshots: poll (default) or stream (one "
                         "connection per peer pushing deltas)")
+    p.add_argument("--exo-url", metavar="URL",
+                   help="the local exo node's API, to see which links exo uses "
+                        "(default http://127.0.0.1:52415; \"\" = off)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
@@ -99,7 +102,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                      ("interval", "interval"), ("threshold", "threshold"),
                      ("sustain", "sustain"), ("clear", "clear"), ("events", "events"),
                      ("state_dir", "state_dir"), ("key_file", "key_file"),
-                     ("sharing", "sharing")):
+                     ("sharing", "sharing"), ("exo_url", "exo_url")):
         value = getattr(args, opt)
         if value is not None:
             over[key] = value

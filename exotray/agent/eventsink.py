@@ -43,6 +43,13 @@ class EventSink:
             log.warning("%s: %s at %s Mbit/s (was %s, maximum %s)", event["type"],
                         event.get("interface"), event.get("to_mbit"), event.get("from_mbit"),
                         event.get("max_mbit") or "unknown")
+        elif event["type"] in ("exo_slow_path", "exo_slow_path_cleared"):
+            inst = event.get("instance") or {}
+            log.log(logging.WARNING if event["type"] == "exo_slow_path" else logging.INFO,
+                    "%s: exo's %s to %s over %s%s", event["type"], inst.get("model"), who,
+                    event.get("local_interface"),
+                    f" while {event.get('better_interface')} is up"
+                    if event["type"] == "exo_slow_path" else "")
         else:
             log.info("%s: %s", event["type"], who)
         if self._file is not None:

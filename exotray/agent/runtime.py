@@ -27,6 +27,7 @@ from exotray.agent.captest import CapacityTester
 from exotray.agent.clients import HttpClients
 from exotray.agent.discovery import Discovery
 from exotray.agent.eventsink import EventSink
+from exotray.agent.exowatch import ExoWatch, poll_period
 from exotray.agent.hardware import Hardware
 from exotray.agent.interfaces import InterfaceClassifier
 from exotray.agent.keys import SIGNATURE_HEADER, ClusterKeyError, load_key, sign
@@ -116,6 +117,9 @@ class Agent:
         self.sharing: Sharing = (
             StreamSharing(self.table, self.clients, snapshot=self.snapshot, **share)
             if settings.sharing == "stream" else PollSharing(self.table, self.clients, **share))
+        self.exo = ExoWatch(settings.exo_url, monitor=self.monitor, clock=clock,
+                            links=lambda: self.links.values(),
+                            emit=lambda t, f: self.events.emit(t, self.wall(clock()), **f))
         self.loops = Loops(clock)
         for spec in settings.peers:
             self.table.add_manual(*parse_peer(spec))
@@ -188,16 +192,10 @@ class Agent:
         self.events.emit(type_, self.wall(self.clock()), node=self.settings.name, **fields)
 
     def _peer_event(self, peer: Peer, up: bool, why: str) -> None:
-        self.events.emit(
-            "peer_up" if up else "peer_down",
-            self.wall(self.clock()),
-            link_id=None,
-            peer_id=peer.id,
-            peer_name=peer.name or peer.key,
-            utilization=None,
-            reason=why,
-            addresses=[f"{a}:{p}" for a, p in peer.addresses],
-        )
+        self.events.emit("peer_up" if up else "peer_down", self.wall(self.clock()),
+                         link_id=None, peer_id=peer.id, peer_name=peer.name or peer.key,
+                         utilization=None, reason=why,
+                         addresses=[f"{a}:{p}" for a, p in peer.addresses])
 
     # -- discovery ---------------------------------------------------------------------
     def mdns_addresses(self) -> list[str]:
@@ -216,7 +214,7 @@ class Agent:
 
     # -- reads (pure: see views.py) ------------------------------------------------------
     def link_dict(self, link: Link, now: float) -> dict[str, Any]:
-        return views.link_dict(link, now, self.monitor)
+        return views.link_dict(link, now, self.monitor, self.exo)
 
     def snapshot(self) -> dict[str, Any]:
         """This node's snapshot (/v1/snapshot). A pure read: liveness moves on the probe
@@ -225,8 +223,7 @@ class Agent:
             node_id=self.node_id, name=self.settings.name, interval=self.interval,
             now=self.clock(), last_sample=self.last_sample, monitor=self.monitor,
             links=self.links.values(), probe=self.probe, platform=self.platform,
-            paused=self.paused, shared_counters=self.sharing.counters,
-        )
+            paused=self.paused, shared_counters=self.sharing.counters, exo=self.exo)
 
     def cluster(self) -> dict[str, Any]:
         """Every node's snapshot with its age, our peer table and mDNS (/v1/cluster)."""
@@ -296,6 +293,7 @@ class Agent:
         self.loops.every("probe", self.interval / self.settings.probes_per_interval,
                          lambda: self.prober.tick(self.paused))
         self.loops.every("share", self.interval, self._share_tick)
+        self.loops.every("exo", poll_period(self.interval), self.exo.tick)  # exowatch.py
 
     async def start(self) -> None:
         s = self.settings
@@ -376,6 +374,7 @@ class Agent:
         if self.captest is not None:
             await self.captest.stop()
         await self.clients.aclose()
+        await self.exo.aclose()
         self._sink.close()
         self._unlock()
         log.info("exotray agent stopped")

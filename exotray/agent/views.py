@@ -20,6 +20,7 @@ from exotray.core.schema import SCHEMA_VERSION, dump, on_wire
 
 if TYPE_CHECKING:
     from exotray.agent.discovery import Discovery
+    from exotray.agent.exowatch import ExoWatch
     from exotray.agent.probe import ProbeSocket
 
 
@@ -28,9 +29,17 @@ if TYPE_CHECKING:
 MAX_MEMBERS = 32
 
 
-def link_dict(link: Link, now: float, monitor: InterfaceMonitor) -> dict[str, Any]:
+def link_dict(link: Link, now: float, monitor: InterfaceMonitor,
+              exo: ExoWatch | None = None) -> dict[str, Any]:
     s = link.rtt.summary(now)
     rate, capacity, util = monitor.numbers(link.local_interface, link.target[0])
+    insts = exo.for_link(link.target[0], link.local_interface) if exo else []
+    rdma, (rdma_rx, rdma_tx) = (exo.rdma_for(link.local_interface, insts) if exo
+                                else (None, (0.0, 0.0)))
+    rx = rate.rx_bytes_per_s + rdma_rx if rate else None
+    tx = rate.tx_bytes_per_s + rdma_tx if rate else None
+    if rdma == "counted" and rx is not None and tx is not None and capacity.bytes_per_s:
+        util = max(rx, tx) / capacity.bytes_per_s  # RDMA bytes are the link's traffic too
     return on_wire("link", {
         "id": link.id,
         "peer_id": link.peer.id,
@@ -48,11 +57,13 @@ def link_dict(link: Link, now: float, monitor: InterfaceMonitor) -> dict[str, An
         "rtt_last_ms": r(s.last_ms),
         "jitter_ms": r(s.jitter_ms),
         "loss": r(s.loss),
-        "rx_bytes_per_s": r(rate.rx_bytes_per_s, 1) if rate else None,
-        "tx_bytes_per_s": r(rate.tx_bytes_per_s, 1) if rate else None,
+        "rx_bytes_per_s": r(rx, 1),
+        "tx_bytes_per_s": r(tx, 1),
         "capacity_bytes_per_s": capacity.bytes_per_s,
         "capacity_source": capacity.source,
         "utilization": r(util),
+        "exo_instances": [i.wire() for i in insts],
+        "rdma": rdma,
     })
 
 
@@ -80,7 +91,7 @@ def iface_dict(st: IfaceState, monitor: InterfaceMonitor) -> dict[str, Any]:
 def snapshot(*, node_id: str, name: str, interval: float, now: float,
              last_sample: float | None, monitor: InterfaceMonitor, links: Iterable[Link],
              probe: ProbeSocket | None, platform: str, paused: bool,
-             shared_counters: dict[str, int]) -> dict[str, Any]:
+             shared_counters: dict[str, int], exo: ExoWatch | None = None) -> dict[str, Any]:
     links = list(links)
     counters = dict(shared_counters)
     if probe is not None:
@@ -105,12 +116,14 @@ def snapshot(*, node_id: str, name: str, interval: float, now: float,
         "interval_s": interval,
         "data_age_s": round(now - last_sample, 3) if last_sample else 0.0,
         "interfaces": ifaces,
-        "links": [link_dict(lk, now, monitor) for lk in links],
+        "links": [link_dict(lk, now, monitor, exo) for lk in links],
         "kernel_timestamps": bool(probe and probe.kernel_timestamps),
         "paused": paused,
         # conditions of this node the user must fix, in words (local clients show them)
         "warnings": warnings,
         "counters": counters,
+        # the local exo node as this agent reads it (None: --exo-url "")
+        "exo": exo.status_dict() if exo else None,
     })
 
 

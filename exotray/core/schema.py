@@ -116,6 +116,20 @@ class Interface(_Model):
     members: Annotated[list[Name], Field(max_length=32)] = []
 
 
+ExoText = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_safe_text)]
+#: what a link's RDMA traffic is: added to its rates ("counted"), or invisible to this
+#: node ("not_counted": macOS has no RDMA counters); None without RDMA
+RDMA_NOTES = ("counted", "not_counted")
+
+
+class ExoInstanceRef(_Model):
+    """An exo instance whose traffic this node sends over a link (agent/exo.py)."""
+
+    id: ExoText
+    model: ExoText
+    backend: Literal["ring", "jaccl"]
+
+
 class Link(_Model):
     id: Ident
     peer_id: Ident | None
@@ -141,6 +155,8 @@ class Link(_Model):
     capacity_source: Literal[CAPACITY_SOURCES] = "unknown"  # type: ignore[valid-type]
     # Above 1 is real (traffic above a user-given capacity): bounded only as the rates are.
     utilization: Annotated[float, Field(ge=0, le=1e13, allow_inf_nan=False)] | None
+    exo_instances: Annotated[list[ExoInstanceRef], Field(max_length=16)] = []
+    rdma: Literal[RDMA_NOTES] | None = None  # type: ignore[valid-type]
 
 
 class Snapshot(_Model):
@@ -211,7 +227,7 @@ def wire_names(model: type[BaseModel]) -> frozenset[str]:
 #: what a node's own snapshot carries beyond the shared schema, for local clients (the
 #: tray app, `exotray status`, scripts); peers ignore them (extra="ignore")
 LOCAL_SNAPSHOT_FIELDS = frozenset({"proto", "kernel_timestamps", "paused", "warnings",
-                                   "counters"})
+                                   "counters", "exo"})
 
 WIRE_FIELDS: dict[str, frozenset[str]] = {
     "node": wire_names(Node),

@@ -26,6 +26,9 @@ CAPTEST_SECONDS = (1.0, 30.0)
 CAPTEST_STREAMS = (1, 8)
 
 
+#: where a local exo node serves its API (github exo-explore/exo, `--api-port` 52415)
+DEFAULT_EXO_URL = "http://127.0.0.1:52415"
+
 #: sharing protocols (Settings.sharing)
 SHARING = ("poll", "stream")
 
@@ -65,6 +68,9 @@ class Settings:
     #: how peers' snapshots are shared: "poll" (each peer's /v1/snapshot every interval)
     #: or "stream" (one connection per peer, a full snapshot then deltas; docs/design.md)
     sharing: str = "poll"
+    #: the local exo node's API, read every few seconds for which links its inference
+    #: traffic takes ("" = do not look for exo)
+    exo_url: str = DEFAULT_EXO_URL
     events: str | None = None
     state_dir: str | None = None
     key_file: str | None = None
@@ -95,6 +101,10 @@ class Settings:
         if self.sharing not in SHARING:
             raise SettingsError(f"sharing must be one of {', '.join(SHARING)}, "
                                 f"not {self.sharing!r}"[:120])
+        if self.exo_url and not (self.exo_url.startswith(("http://", "https://"))
+                                 and len(self.exo_url) <= 200):
+            raise SettingsError(f"exo_url must be an http:// URL or \"\" (off), "
+                                f"not {self.exo_url!r}"[:120])
         if not self.name or len(self.name) > 64:
             raise SettingsError("name must be 1..64 characters")
         return self
@@ -127,7 +137,7 @@ _TYPES: dict[str, type] = {
     "clear": float, "cooldown": float, "down_after": float, "probes_per_interval": int,
     "events": str, "state_dir": str, "key_file": str, "notify_peers": bool,
     "allow_capacity_tests": bool, "capacity_port": int, "capacity_warn_after": float,
-    "sharing": str,
+    "sharing": str, "exo_url": str,
 }
 _OPTIONAL = {"events", "state_dir", "key_file"}
 _TYPE_NAMES = {

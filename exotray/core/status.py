@@ -29,7 +29,47 @@ def status_lines(cluster: dict) -> list[str]:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     if len(rows) == 1:
         lines = ["no links yet."]
-    return lines + diagnostics(cluster)
+    return lines + exo_lines(cluster) + diagnostics(cluster)
+
+
+def _short(model: str) -> str:
+    return model.rsplit("/", 1)[-1] or model
+
+
+def exo_lines(cluster: dict) -> list[str]:
+    """One line on the local exo node (none when `--exo-url ""` turned it off): what it
+    runs and over which links, or why it cannot be read."""
+    nodes = cluster.get("nodes") or [{}]
+    ex = nodes[0].get("exo")
+    if not isinstance(ex, dict):
+        return []
+    url, status, detail = ex.get("url"), ex.get("status"), ex.get("detail")
+    if status == "absent":
+        return [f"exo: not running at {url} ({detail or 'no answer'})."]
+    if status == "unreadable":
+        return [f"exo: unreadable ({detail or 'unexpected answer'}) at {url}."]
+    if status != "ok":
+        return [f"exo: not read yet ({url})."]
+    insts = ex.get("instances") or []
+    if not insts:
+        return [f"exo: running at {url}, no instance."]
+    parts = []
+    for inst in insts:
+        over = []
+        for lk in nodes[0].get("links", []):
+            if any(i.get("id") == inst.get("id") for i in lk.get("exo_instances") or []):
+                peer = lk.get("peer_name") or lk.get("peer_address")
+                over.append(f"{lk.get('local_label') or lk.get('local_interface')} to {peer}")
+        where = (f" over {', '.join(over)}" if over else
+                 "" if inst.get("mine", True) else " (not on this node)")
+        parts.append(f"{_short(str(inst.get('model')))} ({inst.get('backend')}){where}")
+    more = f"; {ex['skipped']} instance(s) not understood" if ex.get("skipped") else ""
+    rdma = ""
+    if ex.get("rdma_enabled") is not None:
+        ports = ", ".join(f"{k} {v}" for k, v in (ex.get("rdma_ports") or {}).items())
+        rdma = f"; RDMA {'enabled' if ex['rdma_enabled'] else 'disabled'}" + (
+            f" ({ports})" if ports else "")
+    return ["exo: " + "; ".join(parts) + more + rdma + "."]
 
 
 _IGNORED = {

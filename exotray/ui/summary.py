@@ -82,9 +82,26 @@ def peer_lines(cluster: dict[str, Any] | None) -> list[PeerLine]:
             if lk["state"] == "saturated":
                 parts.append("saturated")
             text = " · ".join(parts)
+        exo = exo_text(links)
+        if exo:
+            text = f"{text} · {exo}"
         lines.append(PeerLine(key, lk["id"], text, lk["state"]))
     lines.sort(key=lambda p: p.text.lower())
     return lines
+
+
+def exo_text(links: list[dict[str, Any]]) -> str | None:
+    """'exo: Llama-3.3-70B-Instruct-4bit over Thunderbolt Bridge' for the exo instances
+    whose traffic to this peer goes over one of `links` (None when there is none)."""
+    seen: list[str] = []
+    for lk in links:
+        label = lk.get("local_label") or lk.get("local_interface") or "?"
+        for inst in lk.get("exo_instances") or []:
+            model = str(inst.get("model") or "?")
+            text = f"{model.rsplit('/', 1)[-1] or model} over {label}"
+            if text not in seen:
+                seen.append(text)
+    return "exo: " + ", ".join(seen) if seen else None
 
 
 def summary_line(cluster: dict[str, Any] | None, agent_state: str = "running") -> str:
@@ -165,6 +182,17 @@ def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | Non
                     f"{node}: {port} at {fmt.mbit(event.get('to_mbit'))}{of}")
         return (f"Link back to full speed: {node}",
                 f"{node}: {port} at {fmt.mbit(event.get('to_mbit'))}")
+    if kind in ("exo_slow_path", "exo_slow_path_cleared"):
+        inst = event.get("instance") or {}
+        model = str(inst.get("model") or "a model")
+        model = model.rsplit("/", 1)[-1] or model
+        better = event.get("better_label") or event.get("better_interface") or "a faster link"
+        if kind == "exo_slow_path":
+            state = "up and idle" if event.get("better_idle") else "up"
+            return (f"exo is on a slow link to {peer}",
+                    f"exo is using {label} to {peer} while {better} is {state} ({model})")
+        return (f"exo's path to {peer} changed",
+                f"exo ({model}) no longer uses {label} to {peer} while {better} is better")
     if kind == "peer_down":
         return (f"Peer down: {peer}", f"{node} gets no answer from {peer}")
     if kind == "peer_up":

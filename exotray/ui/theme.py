@@ -99,6 +99,9 @@ def link_kind(
     return "busy" if utilization < threshold else "hot"
 
 
+#: the casing of a link that carries exo's inference traffic (topology view)
+EXO: Final = "#0aa3c2"
+
 KIND_COLOR: Final[dict[str, str]] = {
     "calm": LINK_CALM,
     "busy": LINK_BUSY,

@@ -7,6 +7,8 @@ Drawing model (everything is created once and updated in place):
   every edge of that class as NaN-separated polylines (``connect="finite"``), so a
   128-node full mesh (8128 edges) is five items, not 8128;
 * selection and hover: two wide translucent "halo" curves under the edges;
+* links that carry exo's inference traffic (their `exo_instances`): one more wide casing
+  in theme.EXO under them, and the model on their badge and tooltip (nothing without exo);
 * badges ("12.3 MB/s · 0.8 ms"): one ``TextItem`` per edge while the graph is small
   (``BADGE_LIMIT`` edges); above that only the selected edge carries a badge, because
   thousands of badges are an unreadable pile.
@@ -114,6 +116,10 @@ class TopologyView(pg.PlotWidget):
         self._halo_hover = pg.PlotCurveItem(
             pen=pg.mkPen(theme.with_alpha(theme.SELECTION, 0.22), width=11), connect="finite"
         )
+        self._halo_exo = pg.PlotCurveItem(
+            pen=pg.mkPen(theme.with_alpha(theme.EXO, 0.5), width=19), connect="finite"
+        )
+        self._exo_sig: tuple[int, ...] | None = None
         self._curves: dict[str, pg.PlotCurveItem] = {}
         for kind in KINDS:
             self._curves[kind] = pg.PlotCurveItem(pen=self._edge_pen(kind, 2.5), connect="finite")
@@ -121,6 +127,7 @@ class TopologyView(pg.PlotWidget):
         self._focus_badge = self._new_badge()
         self._focus_badge.setVisible(False)
         for z, item in (
+            (-3, self._halo_exo),
             (-2, self._halo_hover),
             (-1.5, self._halo_sel),
             (-1, self._halo_core),
@@ -194,6 +201,7 @@ class TopologyView(pg.PlotWidget):
         self._update_nodes(nodes)
         self._update_geometry(edges)
         self._restyle()
+        self._update_exo()
         self._update_badges()
         self._update_selection()
         if self._hover is not None and self._hover >= len(edges):
@@ -264,6 +272,13 @@ class TopologyView(pg.PlotWidget):
 
     def edge_tooltip(self, link_id: str) -> str:
         return self._tooltip(self.edge_for(link_id))
+
+    def exo_link_ids(self) -> list[str]:
+        """Primary link ids of the edges drawn as carrying exo traffic."""
+        return [e.primary["id"] for e in self._edges if edge_exo(e)]
+
+    def exo_halo(self) -> pg.PlotCurveItem:
+        return self._halo_exo
 
     def selection_halo(self) -> pg.PlotCurveItem:
         return self._halo_sel
@@ -438,6 +453,18 @@ class TopologyView(pg.PlotWidget):
             self._seg_edge = np.zeros(0, dtype=np.int64)
         self._style_sig = None
 
+    def _update_exo(self) -> None:
+        idx = tuple(i for i, e in enumerate(self._edges) if edge_exo(e))
+        sig = (*idx, id(self._paths))
+        if sig == self._exo_sig:
+            return
+        self._exo_sig = sig
+        if idx:
+            pts = np.concatenate([self._paths[i] for i in idx])
+            self._halo_exo.setData(pts[:, 0], pts[:, 1], connect="finite")
+        else:
+            self._halo_exo.setData([], [])
+
     def _edge_pen(self, kind: str, width: float, alpha: float = 1.0) -> QPen:
         color = theme.KIND_COLOR[kind]
         pen = pg.mkPen(theme.with_alpha(color, alpha), width=width)
@@ -483,7 +510,9 @@ class TopologyView(pg.PlotWidget):
 
     @staticmethod
     def _badge_text(edge: Edge) -> str:
-        return f"{fmt.rate(edge.rate_bytes_per_s)} · {fmt.ms(edge.rtt_ms)}"
+        text = f"{fmt.rate(edge.rate_bytes_per_s)} · {fmt.ms(edge.rtt_ms)}"
+        exo = edge_exo(edge)
+        return f"{text}\nexo: {', '.join(exo)}" if exo else text
 
     def _style_badge(self, badge: pg.TextItem, edge: Edge, kind: str, selected: bool) -> None:
         text = self._badge_text(edge)
@@ -681,6 +710,13 @@ class TopologyView(pg.PlotWidget):
             ("Capacity", _capacity(p, self._ifaces.get(edge.a, {}))),
             ("Interface", linkwords.via(p, self._ifaces.get(edge.a, {}))),
         ]
+        if edge_exo(edge):
+            rows.append(("exo", ", ".join(edge_exo(edge))))
+        rdma = {"counted": "counted in rx / tx",
+                "not_counted": "RDMA not counted (macOS has no RDMA counters)"}.get(
+            p.get("rdma") or (edge.reverse or {}).get("rdma") or "")
+        if rdma:
+            rows.append(("RDMA", rdma))
         if edge.reverse is not None:
             r = edge.reverse
             rows.append((
@@ -711,6 +747,19 @@ class TopologyView(pg.PlotWidget):
             status = "reachable"
         me = " (this machine)" if n.is_self else ""
         return f"<b>{_esc(n.name)}</b>{me}<br>{status}<br>id {_esc(n.id)}"
+
+
+def edge_exo(edge: Edge) -> list[str]:
+    """"Llama-3.3-70B-Instruct-4bit (ring)" for each exo instance either end of the edge
+    sends over it."""
+    out: list[str] = []
+    for lk in (edge.primary, edge.reverse):
+        for inst in (lk or {}).get("exo_instances") or []:
+            model = str(inst.get("model") or "?")
+            text = f"{model.rsplit('/', 1)[-1] or model} ({inst.get('backend')})"
+            if text not in out:
+                out.append(text)
+    return out
 
 
 def _capacity(link: dict[str, Any], ifaces: linkwords.Ifaces) -> str:

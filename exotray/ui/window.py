@@ -39,8 +39,8 @@ from exotray.ui.topology_view import TopologyView
 LINK_ID = Qt.ItemDataRole.UserRole + 1
 SORT = Qt.ItemDataRole.UserRole + 2
 COLUMNS = ("From", "To", "Via", "RTT", "Jitter", "Loss", "Iface RX", "Iface TX", "Utilization",
-           "Capacity", "State")
-VIA, RX, TX, CAPACITY = 2, 6, 7, 9
+           "Capacity", "State", "exo")
+VIA, RX, TX, CAPACITY, EXO = 2, 6, 7, 9, 11
 #: header tooltips
 HEADER_TIPS = {
     RX: "Received by the local interface that carries the link: all of its traffic, "
@@ -51,7 +51,30 @@ HEADER_TIPS = {
        "(– while the capacity is unknown)",
     CAPACITY: "The link's capacity, in bytes/s like the rates (its link speed in the "
               "cell's tooltip)",
+    EXO: "The exo models whose inference traffic this node sends over the link (shown "
+         "while a local exo answers)",
 }
+RDMA_WORDS = {"counted": "RDMA counted", "not_counted": "RDMA not counted"}
+
+
+def exo_present(cluster: dict[str, Any] | None) -> bool:
+    """Whether to show anything about exo: our agent reads a local exo, or some node's
+    link carries exo traffic."""
+    nodes = (cluster or {}).get("nodes") or []
+    if nodes and ((nodes[0].get("exo") or {}).get("status") == "ok"):
+        return True
+    return any(lk.get("exo_instances") for n in nodes for lk in n.get("links", []))
+
+
+def exo_cell(link: dict[str, Any]) -> str:
+    """"Llama-3.3-70B-Instruct-4bit (jaccl) · RDMA not counted"; "" when none."""
+    parts = []
+    for inst in link.get("exo_instances") or []:
+        model = str(inst.get("model") or "?")
+        parts.append(f"{model.rsplit('/', 1)[-1] or model} ({inst.get('backend')})")
+    text = ", ".join(parts)
+    rdma = RDMA_WORDS.get(link.get("rdma") or "")
+    return f"{text} · {rdma}" if text and rdma else text or rdma or ""
 
 
 #: capacities take few values: their text is formatted once each
@@ -87,6 +110,7 @@ def _rows(cluster: dict[str, Any] | None) -> list[tuple[str, list[tuple[str, Any
                  else -1.0),
                 (_capacity_text(cap), cap if cap is not None else -1.0),
                 (lk["state"], {"down": 2, "saturated": 1, "up": 0}.get(lk["state"], 3)),
+                (exo_cell(lk), exo_cell(lk)),
             ]))
     return out
 
@@ -101,6 +125,10 @@ def plain_tip(text: str) -> str:
 def _tips(link: dict[str, Any], ifaces: linkwords.Ifaces) -> dict[int, str]:
     """Cell tooltips of a link's row, by column: whose traffic, and the link speed."""
     traffic = linkwords.traffic_note(link, ifaces)
+    if link.get("rdma") == "counted":
+        traffic += " RDMA traffic (its port counters) is included."
+    elif link.get("rdma") == "not_counted":
+        traffic += " RDMA traffic (exo's JACCL) is not counted: this OS has no counters."
     cap = link.get("capacity_bytes_per_s")
     capacity = (f"{fmt.bit_rate(cap)} ({linkwords.capacity_words(link, ifaces)})"
                 if cap and cap > 0 else "Unknown: set it in Preferences, or Measure capacity")
@@ -124,6 +152,7 @@ class LinkTable(QTableView):
         self.verticalHeader().hide()
         for c, tip in HEADER_TIPS.items():
             self.source.horizontalHeaderItem(c).setToolTip(tip)
+        self.setColumnHidden(EXO, True)  # until a local exo answers (exo_present)
         # Sized to the contents when rows come or go, and widened when a changed cell's
         # text no longer fits, never per cell: ResizeToContents re-measures a whole
         # column per changed cell. No stretched last column: the space right of the
@@ -159,6 +188,9 @@ class LinkTable(QTableView):
     def set_cluster(self, cluster: dict[str, Any] | None) -> None:
         """Update rows in place (keyed by link id), so selection and sorting survive."""
         rows = dict(_rows(cluster))
+        exo = exo_present(cluster)
+        if self.isColumnHidden(EXO) == exo:  # the column only while exo is there
+            self.setColumnHidden(EXO, not exo)
         # filled when a row's tooltips change: link id -> (link, its node's interfaces)
         links: dict[str, tuple[dict[str, Any], linkwords.Ifaces]] = {}
 
@@ -200,7 +232,7 @@ class LinkTable(QTableView):
                 if it.text() != text:
                     it.setText(text)
                     it.setData(key, SORT)
-                    retip = retip or c in (VIA, CAPACITY)
+                    retip = retip or c in (VIA, CAPACITY, EXO)
                     w = advance(text)  # cached: mostly a dict hit
                     if w > widest.get(c, 0):
                         widest[c] = w

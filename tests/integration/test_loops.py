@@ -12,7 +12,7 @@ import httpx
 from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings
 
-PERIODIC = {"sample", "probe", "share"}
+PERIODIC = {"sample", "probe", "share", "exo"}
 
 
 def test_loops_by_name_restart_and_stop(tmp_path):
@@ -30,7 +30,8 @@ def test_loops_by_name_restart_and_stop(tmp_path):
             assert set(after) == set(before)
             for name in PERIODIC:
                 assert after[name] is not before[name]
-            await asyncio.sleep(0)
+            # cancelled, and ended (a poll of exo unwinds its HTTP request first)
+            await asyncio.wait([before[n] for n in PERIODIC], timeout=2.0)
             assert all(before[n].cancelled() or before[n].done() for n in PERIODIC)
             assert after["api"] is before["api"] and after["resolve"] is before["resolve"]
             async with httpx.AsyncClient(trust_env=False) as c:  # the API kept serving

@@ -1,0 +1,242 @@
+"""The local exo node, polled: which of our links its inference traffic takes, whether a
+better link to the same peer sits idle, and its RDMA traffic (exo.py reads exo's JSON,
+exo_paths.py decides the slow paths, rdma.py reads RDMA counters).
+
+Off the hot path: its own loop ("exo", every `poll_period`), one short-timeout HTTP
+client on loopback, JSON parsing and file/command reads in a worker thread. An absent exo
+is the normal case for most users: it is a status (`exotray status` shows one line), not
+a log line; a change of state is logged once (exo found, exo gone, exo unreadable — the
+last at most once a minute).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from exotray.agent import exo, rdma
+from exotray.agent.exo_paths import LinkFacts, SlowPaths
+from exotray.agent.throttle import Throttled
+
+if TYPE_CHECKING:
+    from exotray.agent.links import Link
+    from exotray.agent.monitor import InterfaceMonitor
+
+log = logging.getLogger("exotray.agent.runtime")
+
+EXO_TIMEOUT_S = 1.0
+#: exo's /state also carries tasks, downloads and model cards; more than this is refused
+MAX_STATE_BYTES = 16 << 20
+#: macOS RDMA status (two commands) every this many polls
+MACOS_RDMA_EVERY = 10
+STATUSES = ("off", "waiting", "absent", "unreadable", "ok")
+
+
+def poll_period(interval: float) -> float:
+    """Every few seconds: three agent intervals (3 s by default), within 1..10 s."""
+    return min(max(3.0 * interval, 1.0), 10.0)
+
+
+def linux_bridge_members(sys_net: str | Path = "/sys/class/net") -> dict[str, tuple[str, ...]]:
+    """bridge -> its member ports (`/sys/class/net/BR/brif/`)."""
+    out: dict[str, tuple[str, ...]] = {}
+    try:
+        names = os.listdir(sys_net)
+    except OSError:
+        return out
+    for name in names:
+        try:
+            out[name] = tuple(sorted(os.listdir(Path(sys_net) / name / "brif")))
+        except OSError:
+            continue
+    return out
+
+
+class ExoWatch:
+    def __init__(self, url: str, *, monitor: InterfaceMonitor,
+                 links: Callable[[], Iterable[Link]],
+                 emit: Callable[[str, dict], None], clock: Callable[[], float],
+                 platform: str = sys.platform, sysfs_ib: str | Path = rdma.SYSFS_IB,
+                 run: Callable[[list[str]], str | None] | None = None) -> None:
+        self.url = url.rstrip("/")
+        self.monitor = monitor
+        self.links = links
+        self.emit = emit
+        self.clock = clock
+        self.platform = platform
+        self.sysfs_ib = sysfs_ib
+        self.run = run or rdma._run
+        self.status = "waiting" if self.url else "off"
+        self.detail: str | None = None
+        self.state: exo.ExoState | None = None
+        self.members: dict[str, tuple[str, ...]] = {}
+        self.rdma_rates = rdma.RdmaRates()
+        self.rdma_macos: dict | None = None
+        self.slow = SlowPaths()
+        self.polls = 0
+        self._client: httpx.AsyncClient | None = None
+        self._throttled = Throttled(clock)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.url)
+
+    # -- the poll ------------------------------------------------------------------------
+    async def tick(self) -> None:
+        if not self.enabled:
+            return
+        self.polls += 1
+        try:
+            node_raw, state_raw = await self._fetch()
+        except (httpx.HTTPError, OSError) as e:
+            self._set("absent", _why(e), None)
+        except exo.ExoUnreadable as e:
+            self._set("unreadable", str(e), None)
+        else:
+            try:
+                state = await asyncio.to_thread(self._read, node_raw, state_raw)
+            except exo.ExoUnreadable as e:
+                self._set("unreadable", str(e), None)
+            else:
+                self._set("ok", None, state)
+        self._paths()
+
+    async def _fetch(self) -> tuple[bytes, bytes]:
+        if self._client is None:
+            # trust_env=False: never a proxy from the environment for a loopback poll.
+            # A client loads the CA bundle (tens of ms holding the GIL, which a thread does
+            # not spare the loop: probe replies wait and it shows as RTT); plain http://
+            # needs none, so only an https:// exo_url verifies.
+            self._client = await asyncio.to_thread(
+                httpx.AsyncClient, timeout=EXO_TIMEOUT_S, trust_env=False,
+                verify=self.url.startswith("https://"))
+        node = await self._get("/node_id")
+        state = await self._get("/state")
+        return node, state
+
+    async def _get(self, path: str) -> bytes:
+        assert self._client is not None
+        async with self._client.stream("GET", self.url + path) as resp:
+            if resp.status_code != 200:
+                raise exo.ExoUnreadable(f"{path} answered HTTP {resp.status_code}")
+            body = bytearray()
+            async for chunk in resp.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_STATE_BYTES:
+                    raise exo.ExoUnreadable(f"{path} is over {MAX_STATE_BYTES >> 20} MiB")
+            return bytes(body)
+
+    def _read(self, node_raw: bytes, state_raw: bytes) -> exo.ExoState:
+        """In a worker thread: parse exo's answers; read RDMA counters and bridge members."""
+        state = exo.parse_state(exo.decode_state(state_raw), exo.parse_node_id(node_raw))
+        self._read_host(state)
+        return state
+
+    def _read_host(self, state: exo.ExoState) -> None:
+        if self.platform.startswith("linux"):
+            self.members = linux_bridge_members()
+            self.rdma_rates.update(self.clock(), rdma.read_linux_counters(self.sysfs_ib))
+        elif self.platform == "darwin" and self.polls % MACOS_RDMA_EVERY == 1:
+            self.rdma_macos = rdma.macos_status(self.run)
+
+    def _set(self, status: str, detail: str | None, state: exo.ExoState | None) -> None:
+        old = self.status
+        self.status, self.detail, self.state = status, detail, state
+        if status == "ok" and old != "ok":
+            assert state is not None
+            log.info("exo at %s: %d instance(s)%s", self.url, len(state.instances),
+                     f", {state.skipped} not understood" if state.skipped else "")
+        elif status == "absent" and old == "ok":
+            log.info("exo at %s stopped answering (%s)", self.url, detail)
+        elif status == "unreadable" and old != "unreadable":
+            self._throttled("exo-unreadable", logging.WARNING,
+                            "exo at %s: unreadable answer (%s)", self.url, detail)
+        if status != "ok":
+            self.rdma_rates = rdma.RdmaRates()
+
+    # -- what the links see ----------------------------------------------------------------
+    def _members(self, iface: str) -> tuple[str, ...]:
+        """A bridge's member ports: the hardware readers' (macOS ifconfig, Linux sysfs,
+        read off the loop by the monitor), else our own Linux sysfs read."""
+        hardware = getattr(self.monitor, "hardware", None)
+        hw = hardware.get(iface) if hardware is not None else None
+        if hw is not None and getattr(hw, "members", None):
+            return tuple(hw.members)
+        return self.members.get(iface, ())
+
+    def for_link(self, peer_address: str, local_interface: str | None) -> list[exo.ExoInstance]:
+        return exo.link_instances(self.state, peer_address, local_interface, self._members)
+
+    def rdma_for(self, local_interface: str | None,
+                 instances: list[exo.ExoInstance]) -> tuple[str | None, tuple[float, float]]:
+        """("counted" | "not_counted" | None, (rx, tx) bytes/s to add to the link)."""
+        if not local_interface:
+            return None, (0.0, 0.0)
+        rates = [self.rdma_rates.rates.get(n) for n in
+                 (local_interface, *self._members(local_interface))]
+        rates = [x for x in rates if x is not None]
+        if rates:
+            return "counted", (sum(x[0] for x in rates), sum(x[1] for x in rates))
+        if any(i.backend == "jaccl" for i in instances):
+            return "not_counted", (0.0, 0.0)
+        return None, (0.0, 0.0)
+
+    def _paths(self) -> None:
+        facts = []
+        for lk in self.links():
+            st = self.monitor.ifaces.get(lk.local_interface or "")
+            _, capacity, util = self.monitor.numbers(lk.local_interface, lk.target[0])
+            facts.append(LinkFacts(
+                id=lk.id, peer_key=lk.peer.id or lk.peer.key, peer_name=lk.peer.name,
+                state=lk.state, kind=st.kind if st else None, label=st.label if st else None,
+                local_interface=lk.local_interface, capacity=capacity.bytes_per_s,
+                utilization=util,
+                instances=tuple(i.wire() for i in self.for_link(lk.target[0],
+                                                                lk.local_interface))))
+        for type_, fields in self.slow.update(facts):
+            self.emit(type_, fields)
+
+    def status_dict(self) -> dict[str, Any] | None:
+        """The local-only `exo` field of our snapshot (None when off)."""
+        if not self.enabled:
+            return None
+        s = self.state
+        return {
+            "url": self.url,
+            "status": self.status,
+            "detail": self.detail,
+            "node_id": s.node_id if s else None,
+            "instances": [{**i.wire(), "neighbours": list(i.neighbours),
+                           "devices": list(i.devices), "mine": i.mine}
+                          for i in (s.instances if s else ())],
+            "skipped": s.skipped if s else 0,
+            "polls": self.polls,
+            "rdma_enabled": (self.rdma_macos or {}).get("enabled",
+                                                        s.rdma_enabled if s else None),
+            "rdma_ports": dict((self.rdma_macos or {}).get("ports") or {}),
+        }
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def _why(e: BaseException) -> str:
+    if isinstance(e, httpx.ConnectError):
+        cause: BaseException | None = e
+        while cause is not None:
+            if isinstance(cause, ConnectionRefusedError) or "refused" in str(cause).lower():
+                return "connection refused"
+            cause = cause.__cause__ or cause.__context__
+        return "cannot connect"
+    if isinstance(e, httpx.TimeoutException):
+        return f"no answer within {EXO_TIMEOUT_S:g} s"
+    return type(e).__name__

@@ -1,0 +1,237 @@
+"""The exo poll (agent/exowatch.py) against a stand-in exo HTTP server on loopback
+(tests/exo_standin.py), and real agents reading it: statuses, one log line per change,
+links marked, `exotray status`'s one line, nothing at all with `--exo-url ""`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import exo_state as ex
+import pytest
+from exo_standin import StandIn
+from helpers import AgentProc, free_port, wait_for
+
+from exotray.agent.exowatch import ExoWatch
+from exotray.core.capacity import Capacity
+
+NODE = "6a1f0c2e-93b4-4d7a-b0f1-1c2d3e4f5a60"
+PEER = "b2c4e6f8-0a1b-4c3d-8e5f-6a7b8c9d0e1f"
+
+
+def ring_over(my_ip: str, peer_ip: str, iid: str = "ring-1") -> bytes:
+    nodes = {NODE: {"name": "studio-1", "interfaces": [("en0", my_ip, "wifi")]},
+             PEER: {"name": "studio-2", "interfaces": [("en0", peer_ip, "wifi")]}}
+    inst = ex.ring_instance(iid, ex.MODEL_70B, [(NODE, my_ip), (PEER, peer_ip)])
+    return ex.dumps(ex.state({iid: inst}, nodes))
+
+
+@dataclass
+class Monitor:
+    """The two things ExoWatch asks of the interface monitor."""
+
+    ifaces: dict = field(default_factory=dict)
+    caps: dict = field(default_factory=dict)
+
+    def numbers(self, name, peer=None):
+        return None, Capacity(self.caps.get(name), "override"), 0.0
+
+
+def link(id_, address, iface, state="up"):
+    return SimpleNamespace(id=id_, target=(address, 52480), local_interface=iface, state=state,
+                           peer=SimpleNamespace(id="peer-2", key="peer-2", name="studio-2"))
+
+
+@pytest.fixture
+def standin(tmp_path):
+    s = StandIn(tmp_path).start()
+    s.say(node_id=json.dumps(NODE).encode(), state=ring_over("10.213.140.1", "10.213.140.2"))
+    yield s
+    s.stop()
+
+
+def make_watch(url, links, events):
+    mon = Monitor(ifaces={"xta": SimpleNamespace(kind="ethernet", label="Ethernet (xta)"),
+                          "xtb": SimpleNamespace(kind="ethernet", label="Ethernet (xtb)")},
+                  caps={"xta": 12.5e6, "xtb": 125e6})
+    return ExoWatch(url, monitor=mon, links=lambda: links, clock=lambda: 0.0,
+                    emit=lambda t, f: events.append((t, f)), platform="test")
+
+
+def test_links_marked_slow_path_once_and_cleared(standin, caplog):
+    caplog.set_level(logging.INFO)
+    events: list = []
+    links = [link("slow", "10.213.140.2", "xta"), link("fast", "10.213.141.2", "xtb")]
+    w = make_watch(standin.url, links, events)
+
+    async def go(n):
+        for _ in range(n):
+            await w.tick()
+
+    asyncio.run(go(3))
+    assert w.status == "ok"
+    assert [i.wire() for i in w.for_link("10.213.140.2", "xta")] == [
+        {"id": "ring-1", "model": ex.MODEL_70B, "backend": "ring"}]
+    assert w.for_link("10.213.141.2", "xtb") == []
+    assert [(t, f["link_id"], f["better_link_id"]) for t, f in events] == [
+        ("exo_slow_path", "slow", "fast")]
+    # exo moves its ring to the faster LAN: cleared once
+    standin.say(state=ring_over("10.213.141.1", "10.213.141.2"))
+    asyncio.run(go(3))
+    assert [t for t, _ in events] == ["exo_slow_path", "exo_slow_path_cleared"]
+    assert [i.id for i in w.for_link("10.213.141.2", "xtb")] == ["ring-1"]
+    d = w.status_dict()
+    assert (d["status"], d["node_id"], [i["neighbours"] for i in d["instances"]]) == (
+        "ok", NODE, [["10.213.141.2"]])
+    exo_lines = [r.getMessage() for r in caplog.records if "exo" in r.getMessage()]
+    assert exo_lines == [f"exo at {standin.url}: 1 instance(s)"]
+
+
+def test_exo_going_away_unmarks_and_logs_once(standin, caplog):
+    caplog.set_level(logging.INFO)
+    events: list = []
+    links = [link("slow", "10.213.140.2", "xta"), link("fast", "10.213.141.2", "xtb")]
+    w = make_watch(standin.url, links, events)
+    asyncio.run(w.tick())
+    standin.stop()
+
+    async def go():
+        for _ in range(5):
+            await w.tick()
+        await w.aclose()
+
+    asyncio.run(go())
+    assert (w.status, w.detail) == ("absent", "connection refused")
+    assert w.for_link("10.213.140.2", "xta") == []
+    assert [t for t, _ in events] == ["exo_slow_path", "exo_slow_path_cleared"]
+    gone = [r.getMessage() for r in caplog.records if "stopped answering" in r.getMessage()]
+    assert gone == [f"exo at {standin.url} stopped answering (connection refused)"]
+    standin.server = SimpleNamespace(shutdown=lambda: None, server_close=lambda: None)
+
+
+@pytest.mark.parametrize("body,detail", [
+    (b"<html>502 Bad Gateway</html>", "not JSON"),
+    (b"[1, 2, 3]", "a JSON list, not an object"),
+    (b"!500", "/state answered HTTP 500"),
+])
+def test_garbage_is_unreadable_with_one_log_line(standin, caplog, body, detail):
+    caplog.set_level(logging.DEBUG)
+    standin.say(state=body)
+    w = make_watch(standin.url, [], [])
+
+    async def go():
+        for _ in range(6):
+            await w.tick()
+        await w.aclose()
+
+    asyncio.run(go())
+    assert w.status == "unreadable" and w.detail.startswith(detail)
+    lines = [r for r in caplog.records if r.name.startswith("exotray")]
+    assert len(lines) == 1 and lines[0].levelno == logging.WARNING
+
+
+def test_absent_exo_says_nothing_in_the_log(caplog):
+    caplog.set_level(logging.DEBUG)
+    w = make_watch(f"http://127.0.0.1:{free_port()}", [], [])
+
+    async def go():
+        for _ in range(5):
+            await w.tick()
+        await w.aclose()
+
+    asyncio.run(go())
+    assert (w.status, w.detail) == ("absent", "connection refused")
+    assert [r for r in caplog.records if r.name.startswith("exotray")] == []
+
+
+def test_a_hung_exo_is_a_timeout_not_a_hang(standin):
+    standin.say(state=b"!slow")
+    w = make_watch(standin.url, [], [])
+
+    async def go():
+        await w.tick()
+        await w.aclose()
+
+    asyncio.run(go())
+    assert (w.status, w.detail) == ("absent", "no answer within 1 s")
+
+
+def test_off_is_off():
+    w = make_watch("", [], [])
+    asyncio.run(w.tick())
+    assert (w.enabled, w.status, w.status_dict()) == (False, "off", None)
+
+
+# -- real agents --------------------------------------------------------------------------
+
+
+def status_text(port: int) -> str:
+    out = subprocess.run([sys.executable, "-m", "exotray", "status", "--port", str(port)],
+                         capture_output=True, text=True, timeout=20)
+    return out.stdout + out.stderr
+
+
+def test_agents_read_exo_and_status_says_so(tmp_path, standin):
+    """Two agents on loopback; the stand-in says studio-1's ring neighbour is 127.0.0.1
+    (the link's peer address): the link carries the instance, status has one line."""
+    standin.say(state=ring_over("127.0.0.1", "127.0.0.1"))
+    pa, pb, absent = free_port(), free_port(), free_port()
+    a = AgentProc(tmp_path, "studio-1", pa, [pb], "--exo-url", standin.url)
+    b = AgentProc(tmp_path, "studio-2", pb, [pa], "--exo-url", "")
+    c = AgentProc(tmp_path, "lonely", free_port(), [], "--exo-url",
+                  f"http://127.0.0.1:{absent}")
+    try:
+        def marked():
+            links = a.get("/v1/snapshot")["links"]
+            return links and links[0]["exo_instances"]
+
+        assert wait_for(marked, 15), a.log()
+        snap = a.get("/v1/snapshot")
+        assert snap["links"][0]["exo_instances"] == [
+            {"id": "ring-1", "model": ex.MODEL_70B, "backend": "ring"}]
+        assert snap["exo"]["status"] == "ok"
+        # the peer sees our link's marks in our shared snapshot
+        assert wait_for(lambda: any(
+            lk["exo_instances"] for n in b.get("/v1/cluster")["nodes"][1:]
+            for lk in n["links"]), 10), b.log()
+        text = status_text(pa)
+        assert [ln for ln in text.splitlines() if ln.startswith("exo:")] == [
+            "exo: Llama-3.3-70B-Instruct-4bit (ring) over Loopback to studio-2."], text
+        # --exo-url "": no exo field, no line
+        assert b.get("/v1/snapshot")["exo"] is None
+        assert "exo" not in status_text(pb).replace("exotray", "")
+        # an absent exo: one status line, not a word in the log
+        assert wait_for(lambda: c.get("/v1/snapshot")["exo"]["status"] == "absent", 10)
+        lines = [ln for ln in status_text(c.port).splitlines() if ln.startswith("exo:")]
+        assert lines == [f"exo: not running at http://127.0.0.1:{absent} "
+                         "(connection refused)."]
+        assert "exo" not in c.log().replace("exotray", "")
+    finally:
+        for p in (a, b, c):
+            p.close()
+
+
+def test_jaccl_link_through_a_bridge_member_and_rdma_not_counted(tmp_path):
+    """A JACCL instance's rdma_en3 marks the link over bridge0 when the hardware readers
+    know en3 is one of its members; with no RDMA counters the link says so."""
+    from pathlib import Path
+
+    from exotray.agent import exo
+
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "exo"
+    w = make_watch("http://127.0.0.1:1", [], [])
+    w.monitor.hardware = SimpleNamespace(
+        get=lambda name: SimpleNamespace(members=("en2", "en3")) if name == "bridge0" else None)
+    w.state = exo.parse_state(exo.decode_state((fix / "state_jaccl.json").read_bytes()), NODE)
+    (inst,) = w.for_link("169.254.20.11", "bridge0")
+    assert inst.backend == "jaccl"
+    assert w.rdma_for("bridge0", [inst]) == ("not_counted", (0.0, 0.0))
+    assert w.for_link("169.254.20.11", "en0") == []
+    # with port counters for en3 (Linux), they are the link's too
+    w.rdma_rates.rates = {"en3": (1e9, 2e9)}
+    assert w.rdma_for("bridge0", [inst]) == ("counted", (1e9, 2e9))

@@ -1,0 +1,130 @@
+"""Issue 14: which link exo uses, and a warning when it is the wrong one.
+
+    LAN A: h1 xt…1a 10.213.<n>.1   h2 10.213.<n>.2     --capacity 100 Mbit/s
+    LAN B: h1 xt…1c 10.213.<n+1>.1 h2 10.213.<n+1>.2   --capacity 1000 Mbit/s
+
+A stand-in exo (tests/exo_standin.py, exo's /node_id and /state) runs on h1's loopback.
+It says the ring between h1 and h2 goes over LAN A (the slower): h1's link to h2's LAN-A
+address carries the instance and `exo_slow_path` fires once. It switches to LAN B: the
+mark moves and `exo_slow_path_cleared` fires once. It stops: the marks go, `exotray
+status` has one exo line, and the log no new line however long exo stays away.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import exo_state as ex
+from helpers import wait_for
+
+PORT = 52480
+EXO_PORT = 52415
+H1 = "6a1f0c2e-93b4-4d7a-b0f1-1c2d3e4f5a60"
+H2 = "b2c4e6f8-0a1b-4c3d-8e5f-6a7b8c9d0e1f"
+STANDIN = Path(__file__).resolve().parents[1] / "exo_standin.py"
+
+
+def _state(h1_ip: str, h2_ip: str) -> bytes:
+    nodes = {H1: {"name": "h1", "interfaces": [("xta", h1_ip, "ethernet")]},
+             H2: {"name": "h2", "interfaces": [("xta", h2_ip, "ethernet")]}}
+    inst = ex.ring_instance("ring-1", ex.MODEL_70B, [(H1, h1_ip), (H2, h2_ip)])
+    return ex.dumps(ex.state({"ring-1": inst}, nodes))
+
+
+def _say(root: Path, state: bytes) -> None:
+    tmp = root / "state.tmp"
+    tmp.write_bytes(state)
+    tmp.replace(root / "state")
+
+
+def _events(agent) -> list[dict]:
+    if not agent.events_path.exists():
+        return []
+    return [json.loads(x) for x in agent.events_path.read_text().splitlines() if x.strip()]
+
+
+def _kinds(agent) -> list[str]:
+    return [e["type"] for e in _events(agent) if e["type"].startswith("exo_")]
+
+
+def _links(agent) -> dict[str, dict]:
+    return {lk["peer_address"]: lk for lk in agent.get("/v1/snapshot")["links"]}
+
+
+def _polls(agent) -> int:
+    return agent.get("/v1/snapshot")["exo"]["polls"]
+
+
+def _two_more_polls(agent) -> bool:
+    start = _polls(agent)
+    return bool(wait_for(lambda: _polls(agent) >= start + 2, 10))
+
+
+def _exo_log_lines(agent) -> list[str]:
+    return [ln for ln in agent.log().splitlines()
+            if re.search(r"\bexo(\b|_)", ln) and "exotray agent" not in ln]
+
+
+def test_exo_slow_path_marked_raised_cleared_and_gone(lab3, tmp_path):
+    lab, agents = lab3
+    h1, h2 = lab.hosts[0], lab.hosts[1]
+    n = lab.net
+    if_a = h1.veth
+    if_b, _ = lab.add_lan([h1, h2])
+    a_slow, a_fast = f"10.213.{n}.2", f"10.213.{n + 1}.2"
+    root = tmp_path / "exo"
+    root.mkdir()
+    (root / "node_id").write_text(json.dumps(H1))
+    _say(root, _state(f"10.213.{n}.1", a_slow))  # the ring over LAN A
+    standin = h1.popen(sys.executable, str(STANDIN), str(root), str(EXO_PORT),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    a = agents.start(h1, "--interval", "0.5", "--capacity", f"{if_a}=100",
+                     "--capacity", f"{if_b}=1000", "--exo-url", f"http://127.0.0.1:{EXO_PORT}",
+                     name="h1", mdns=False, peers=[f"{a_slow}:{PORT}", f"{a_fast}:{PORT}"])
+    agents.start(h2, "--interval", "0.5", "--exo-url", "", name="h2", mdns=False,
+                 peers=[f"10.213.{n}.1:{PORT}", f"10.213.{n + 1}.1:{PORT}"])
+
+    def marked_slow():
+        links = _links(a)
+        s, f = links.get(a_slow), links.get(a_fast)
+        return (s and f and s["state"] == f["state"] == "up" and s["peer_id"] == f["peer_id"]
+                and s["exo_instances"] and "exo_slow_path" in _kinds(a))
+
+    assert wait_for(marked_slow, 20), (_links(a), a.log())
+    links = _links(a)
+    assert links[a_slow]["exo_instances"] == [
+        {"id": "ring-1", "model": ex.MODEL_70B, "backend": "ring"}]
+    assert links[a_fast]["exo_instances"] == []
+    (raised,) = [e for e in _events(a) if e["type"] == "exo_slow_path"]
+    assert raised["link_id"] == links[a_slow]["id"]
+    assert raised["better_link_id"] == links[a_fast]["id"]
+    assert raised["instance"] == {"id": "ring-1", "model": ex.MODEL_70B, "backend": "ring"}
+    assert _two_more_polls(a)
+    assert _kinds(a) == ["exo_slow_path"]  # once, not per poll
+
+    # exo moves the ring to LAN B: the mark moves, one clear
+    _say(root, _state(f"10.213.{n + 1}.1", a_fast))
+    assert wait_for(lambda: _links(a)[a_fast]["exo_instances"]
+                    and "exo_slow_path_cleared" in _kinds(a), 15), _kinds(a)
+    assert _links(a)[a_slow]["exo_instances"] == []
+    assert _two_more_polls(a)
+    assert _kinds(a) == ["exo_slow_path", "exo_slow_path_cleared"]
+
+    # exo stops: marks go, one status line, no log flood
+    standin.terminate()
+    standin.wait(5)
+    assert wait_for(lambda: a.get("/v1/snapshot")["exo"]["status"] == "absent", 10)
+    assert all(lk["exo_instances"] == [] for lk in _links(a).values())
+    logged = _exo_log_lines(a)
+    assert _two_more_polls(a) and _two_more_polls(a)
+    assert _exo_log_lines(a) == logged, "the log grows while exo is away"
+    assert len(logged) <= 4, logged  # found, slow path, cleared, stopped answering
+    status = h1.exec(sys.executable, "-m", "exotray", "status", "--port", str(PORT))
+    assert [ln for ln in status.splitlines() if ln.startswith("exo:")] == [
+        f"exo: not running at http://127.0.0.1:{EXO_PORT} (connection refused)."], status
+    assert _kinds(a) == ["exo_slow_path", "exo_slow_path_cleared"]

@@ -1,0 +1,175 @@
+"""The exo reader (agent/exo.py) on fixtures built from exo's models
+(tests/fixtures/exo/README.md says where each one comes from)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from exotray.agent import exo
+from exotray.agent.exo import (
+    ExoUnreadable,
+    decode_state,
+    link_instances,
+    parse_node_id,
+    parse_state,
+)
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "exo"
+A = "6a1f0c2e-93b4-4d7a-b0f1-1c2d3e4f5a60"  # studio-1, "us"
+B = "b2c4e6f8-0a1b-4c3d-8e5f-6a7b8c9d0e1f"  # studio-2
+C = "c0ffee00-1111-4222-8333-944455556666"  # mini-3
+
+
+def load(name: str, node_id: str | None = A) -> exo.ExoState:
+    return parse_state(decode_state((FIX / name).read_bytes()), node_id)
+
+
+def ids(insts) -> list[tuple[str, str, str]]:
+    return [(i["id"][:8], i["model"], i["backend"]) for i in (x.wire() for x in insts)]
+
+
+def test_the_built_fixtures_are_what_the_builder_makes():
+    spec = importlib.util.spec_from_file_location("build_fixtures", FIX / "build_fixtures.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for name, data in mod.files().items():
+        assert (FIX / name).read_bytes() == data, name
+
+
+def test_node_id_is_a_json_string():
+    assert parse_node_id((FIX / "node_id_studio1.json").read_bytes()) == A
+    assert parse_node_id(b'{"nodeId": "x-1"}') == "x-1"
+    assert parse_node_id(b"<html>") is None
+    assert parse_node_id(b"42") is None
+    assert parse_node_id(b'""') is None
+
+
+def test_ring_instance():
+    st = load("state_ring.json")
+    (ring,) = st.instances
+    assert ring.backend == "ring" and ring.mine
+    assert ring.model == "mlx-community/Llama-3.3-70B-Instruct-4bit"
+    # our own slot (0.0.0.0) is not a neighbour; studio-2's Wi-Fi address is
+    assert ring.neighbours == ("192.168.1.11",)
+    assert ids(link_instances(st, "192.168.1.11", "en0")) == [
+        ("1e5c6f0a", "mlx-community/Llama-3.3-70B-Instruct-4bit", "ring")]
+    assert link_instances(st, "169.254.20.11", "bridge0") == []  # the Thunderbolt link
+    assert st.names == {A: "studio-1", B: "studio-2"}
+    assert st.rdma_enabled is True and st.skipped == 0
+
+
+def test_ring_seen_from_the_other_node():
+    st = load("state_ring.json", node_id=B)
+    assert st.instances[0].neighbours == ("192.168.1.10",)
+
+
+def test_jaccl_instance_marks_the_link_whose_interface_is_the_rdma_port():
+    st = load("state_jaccl.json")
+    (j,) = st.instances
+    assert (j.backend, j.devices, j.mine) == ("jaccl", ("rdma_en3",), True)
+    assert ids(link_instances(st, "169.254.20.11", "en3")) == [
+        ("2f6d7a1b", "mlx-community/Llama-3.3-70B-Instruct-4bit", "jaccl")]
+    # en3 as a member of the Thunderbolt bridge carrying the link
+    members = {"bridge0": ("en2", "en3")}
+    assert len(link_instances(st, "169.254.20.11", "bridge0", lambda i: members.get(i, ()))) == 1
+    assert link_instances(st, "169.254.20.11", "bridge0") == []
+    assert link_instances(st, "192.168.1.11", "en0") == []
+    # studio-2 is rank 1: its device towards rank 0 is rdma_en4
+    assert load("state_jaccl.json", node_id=B).instances[0].devices == ("rdma_en4",)
+
+
+def test_several_instances():
+    st = load("state_several.json")
+    by_id = {i.id[:8]: i for i in st.instances}
+    assert set(by_id) == {"1e5c6f0a", "2f6d7a1b", "3a7e8b2c"}
+    other = by_id["3a7e8b2c"]  # studio-2 <-> mini-3: not ours
+    assert (other.mine, other.neighbours) == (False, ())
+    assert ids(link_instances(st, "192.168.1.11", "en0")) == [
+        ("1e5c6f0a", "mlx-community/Llama-3.3-70B-Instruct-4bit", "ring")]
+    assert [i.backend for i in link_instances(st, "192.168.1.11", "en3")] == ["ring", "jaccl"]
+    assert link_instances(st, "192.168.1.12", "en0") == []  # mini-3: no traffic of ours
+    assert st.names[C] == "mini-3"
+
+
+def test_no_instances_and_unknown_node():
+    assert load("state_no_instances.json").instances == ()
+    # without /node_id every address the ring uses counts
+    st = load("state_ring.json", node_id=None)
+    assert set(st.instances[0].neighbours) == {"192.168.1.10", "192.168.1.11"}
+    assert st.instances[0].mine is False
+    # and JACCL cannot tell our rank: no device
+    assert load("state_jaccl.json", node_id=None).instances[0].devices == ()
+
+
+def test_an_exo_of_another_version():
+    st = load("old_exo_f5783d64.json")
+    ring, ibv = st.instances
+    assert (ring.backend, ring.model) == ("ring", "mlx-community/Llama-3.3-70B-Instruct-4bit")
+    assert ring.neighbours == ("169.254.20.11", "169.254.20.10")
+    assert (ibv.backend, ibv.model, ibv.devices) == (
+        "jaccl", "mlx-community/Qwen3-235B-A22B-4bit", ("rdma_en2",))
+    assert st.skipped == 0 and st.names == {}  # nodeProfiles is not nodeIdentities
+
+
+def test_snake_case_and_untagged_and_ip_port_strings():
+    raw = {"instances": {"i1": {"instance_id": "i1", "hosts_by_node": {
+        "n1": ["0.0.0.0:5000", "10.0.0.2:5000"]},
+        "shard_assignments": {"model_id": "m/x"}}}}
+    (i,) = parse_state(raw, "n1").instances
+    assert (i.backend, i.model, i.neighbours) == ("ring", "m/x", ("10.0.0.2",))
+
+
+@pytest.mark.parametrize("state", [
+    {},
+    {"instances": None},
+    {"instances": {}},
+    {"instances": {"x": {"MlxRingInstance": {"instanceId": "x"}}}},  # no hosts at all
+])
+def test_missing_keys_are_empty_not_errors(state):
+    st = parse_state(state, A)
+    assert all(i.neighbours == () for i in st.instances)
+
+
+@pytest.mark.parametrize("instances,skipped", [
+    ({"x": 7}, 1),
+    ({"x": {"MlxRingInstance": {"hostsByNode": {A: "nope"}}}}, 1),
+    ({"x": {"MlxJacclInstance": {"jacclDevices": "rdma_en3"}}}, 1),
+    ({"x": {"SomethingNew": {"instanceId": "x"}}}, 1),
+    ({"x": {"MlxRingInstance": {"hostsByNode": {A: [None, 3, {"ip": 5}]}}}}, 0),
+    ([1, 2], 1),
+])
+def test_broken_instances_are_skipped_and_counted(instances, skipped):
+    st = parse_state({"instances": instances}, A)
+    assert st.skipped == skipped
+    assert all(not i.neighbours and not i.devices for i in st.instances)
+
+
+@pytest.mark.parametrize("raw", [
+    (FIX / "garbage_502.html").read_bytes(), b"", b"[1, 2]", b'"text"', b"\xff\xfe\x00",
+    b"null", b"{" * 5000,
+])
+def test_garbage_is_unreadable(raw):
+    with pytest.raises(ExoUnreadable):
+        decode_state(raw)
+
+
+def test_text_from_exo_is_cut_and_cleaned():
+    raw = {"instances": {"i": {"MlxRingInstance": {
+        "instanceId": "i\u202e" + "x" * 300, "hostsByNode": {A: []},
+        "shardAssignments": {"modelId": "evil\nmodel"}}}}}
+    (i,) = parse_state(raw, A).instances
+    assert len(i.id) == exo.MAX_TEXT and "\u202e" not in i.id
+    assert i.model == "evilmodel"
+
+
+def test_rdma_port_and_short_model():
+    assert exo.rdma_port("rdma_en3") == "en3"
+    assert exo.rdma_port("mlx5_0") is None
+    assert exo.short_model("mlx-community/Llama-3.3-70B-Instruct-4bit") == \
+        "Llama-3.3-70B-Instruct-4bit"
+    assert json.loads(json.dumps(exo.ExoInstance("a", "m", "ring").wire())) == {
+        "id": "a", "model": "m", "backend": "ring"}
