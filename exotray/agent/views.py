@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from exotray import PROTO, __version__
-from exotray.agent.links import Link, r
+from exotray.agent.links import Link, queue_reading, r
 from exotray.agent.monitor import IfaceState, InterfaceMonitor
 from exotray.agent.peers import Peer
 from exotray.core import health
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 def link_dict(link: Link, now: float, monitor: InterfaceMonitor) -> dict[str, Any]:
     s = link.rtt.summary(now)
+    q = queue_reading(link, now)
     rate, capacity, util = monitor.numbers(link.local_interface)
     return on_wire("link", {
         "id": link.id,
@@ -42,6 +43,8 @@ def link_dict(link: Link, now: float, monitor: InterfaceMonitor) -> dict[str, An
         "rtt_last_ms": r(s.last_ms),
         "jitter_ms": r(s.jitter_ms),
         "loss": r(s.loss),
+        "rtt_baseline_ms": r(q.baseline_ms),
+        "queue_delay_ms": r(q.queue_delay_ms),
         "rx_bytes_per_s": r(rate.rx_bytes_per_s, 1) if rate else None,
         "tx_bytes_per_s": r(rate.tx_bytes_per_s, 1) if rate else None,
         "capacity_bytes_per_s": capacity.bytes_per_s,
