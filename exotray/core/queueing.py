@@ -42,6 +42,7 @@ import bisect
 from collections import deque
 from dataclasses import dataclass
 
+from exotray.core import fmt
 from exotray.core.stats import percentile
 
 
@@ -218,3 +219,24 @@ class QueueTracker:
             self.relearn("idle RTT rose", keep_recent_from=now - self.params.relearn_s)
             return True
         return False
+
+
+# -- what the UI says ------------------------------------------------------------------
+_DEFAULT = QueueParams()
+
+
+def notable(queue_delay_ms: float | None, baseline_ms: float | None,
+            params: QueueParams = _DEFAULT) -> bool:
+    """Whether a link's queueing delay is worth naming to a user: at or above the bound
+    that raises saturation (whether or not traffic flows)."""
+    if queue_delay_ms is None or baseline_ms is None:
+        return False
+    return queue_delay_ms >= max(params.high_abs_ms, params.high_rel * baseline_ms)
+
+
+def note(link: dict) -> str | None:
+    """'+170 ms queueing' for a snapshot link whose queueing delay matters, else None."""
+    qd, base = link.get("queue_delay_ms"), link.get("rtt_baseline_ms")
+    if not notable(qd, base):
+        return None
+    return f"+{fmt.ms(qd)} queueing"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from exotray.core import fmt
+from exotray.core import fmt, queueing
 
 HEALTH = ("ok", "alone", "warning", "alert", "offline")
 
@@ -79,6 +79,8 @@ def peer_lines(cluster: dict[str, Any] | None) -> list[PeerLine]:
                                                           is not None else None)]
             if lk.get("utilization") is not None:
                 parts.append(fmt.percent(lk["utilization"]))
+            if (q := queueing.note(lk)) is not None:
+                parts.append(q)
             if lk["state"] == "saturated":
                 parts.append("saturated")
             text = " · ".join(parts)
@@ -149,11 +151,20 @@ def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | Non
         util = fmt.percent(event.get("utilization"))
         cap = event.get("capacity_bytes_per_s")
         of = f" of {fmt.capacity_rate(cap)}" if cap else ""  # one unit system per sentence
-        if kind == "link_saturated":
-            return (f"Link saturated: {node} ⇄ {peer}",
-                    f"{label} at {util} ({fmt.rate(rate)}{of})")
-        return (f"Link back to normal: {node} ⇄ {peer}",
-                f"{label} at {util} ({fmt.rate(rate)}{of})")
+        title = (f"Link saturated: {node} ⇄ {peer}" if kind == "link_saturated"
+                 else f"Link back to normal: {node} ⇄ {peer}")
+        qd = event.get("queue_delay_ms")
+        if event.get("cause") == "queueing":
+            # "+170 ms queueing delay at 6.2 MB/s (capacity unknown)"
+            delay = (f"+{fmt.ms(qd)} queueing delay" if qd is not None
+                     else "queueing delay unknown")
+            known = (f"{fmt.utilization(event.get('utilization'), cap)}{of}" if cap
+                     else "capacity unknown")
+            return title, f"{delay} at {fmt.rate(rate)} ({known}) on {label}"
+        body = f"{label} at {util} ({fmt.rate(rate)}{of})"
+        if qd is not None and queueing.notable(qd, event.get("rtt_baseline_ms")):
+            body += f", +{fmt.ms(qd)} queueing delay"
+        return title, body
     if kind == "peer_down":
         return (f"Peer down: {peer}", f"{node} gets no answer from {peer}")
     if kind == "peer_up":
