@@ -47,7 +47,9 @@ def _busiest(links: list[dict[str, Any]]) -> dict[str, Any]:
         up = lk["state"] != "down"
         util = lk.get("utilization")
         rate = max(lk.get("rx_bytes_per_s") or 0, lk.get("tx_bytes_per_s") or 0)
-        return (up, util if util is not None else -1, rate)
+        # a saturated link first: with its capacity unknown (saturated by queueing) it
+        # has no utilization to rank by, and it is the line the user must see
+        return (up, lk["state"] == "saturated", util if util is not None else -1, rate)
 
     return max(links, key=load)
 
