@@ -79,3 +79,15 @@ def test_note_and_notable():
     assert queueing.note({"queue_delay_ms": 1.0, "rtt_baseline_ms": 0.05}) == "+1.0 ms queueing"
     assert queueing.note({"queue_delay_ms": 0.99, "rtt_baseline_ms": 0.05}) is None
     assert not queueing.notable(None, 0.05) and not queueing.notable(3.0, None)
+
+
+def test_status_table_names_the_queue_in_the_state_column():
+    from exotray.core.status import status_lines
+
+    cluster = {"self": "n1", "nodes": [{"node": {"id": "n1", "name": "studio-1"},
+                                        "links": [LINK]}]}
+    row = status_lines(cluster)[1]
+    assert row.endswith("saturated (+170 ms queueing)")
+    calm = {**LINK, "state": "up", "queue_delay_ms": 0.2}
+    cluster["nodes"][0]["links"] = [calm]
+    assert status_lines(cluster)[1].endswith(" up")
