@@ -307,3 +307,33 @@ def test_restarted_peer_link_back_up_relearns_and_flapping_reports_no_queue():
         assert out == []
     assert link.state == "up"
 
+
+
+def test_events_carry_cause_queueing_delay_and_baseline():
+    from exotray.core.capacity import Capacity
+
+    link = make_link()
+    _, t = tick(link, 0.0, 30, IDLE, QUIET)
+    out, t = tick(link, t, 6, LOADED)
+    type_, at, fields = linkstats.saturation_event(
+        link, out[0], 1_780_000_000.0, t, BUSY, Capacity(None, "unknown"), None,
+        node="studio-1", label="Ethernet")
+    assert type_ == "link_saturated" and at == 1_780_000_000.0
+    assert fields["cause"] == "queueing" and fields["utilization"] is None
+    assert fields["queue_delay_ms"] == pytest.approx(LOADED - IDLE)
+    assert fields["rtt_baseline_ms"] == pytest.approx(IDLE)
+    assert fields["capacity_bytes_per_s"] is None
+    # utilization-caused saturation reports the queueing delay too
+    link2 = make_link()
+    _, t = tick(link2, 0.0, 30, IDLE, QUIET)
+    trs = []
+    for _ in range(24):
+        link2.queue.reply(t, LOADED)
+        t += 0.25
+        tr = linkstats.detect(link2, t, BUSY, 0.97)
+        if tr is not None:
+            trs.append(tr)
+    assert [x.cause for x in trs] == ["utilization"]  # first: the 2 s median lags a second
+    _, _, f2 = linkstats.saturation_event(link2, trs[0], 0.0, t, BUSY,
+                                          Capacity(6.4e6, "override"), 0.97, node="a", label="b")
+    assert f2["cause"] == "utilization" and f2["queue_delay_ms"] > 100
