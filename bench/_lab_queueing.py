@@ -247,9 +247,17 @@ def report(args, res: dict, md_table, fmt) -> None:
         for r in reps:
             counts[str(r["cause"])] = counts.get(str(r["cause"]), 0) + 1
         med, mx, n = med_max([r["saturated_after_s_event_at"] for r in reps])
+        cmed, cmx, cn = med_max([r["cleared_after_s_event_at"] for r in reps])
+        qd, _, _ = med_max([r["queue_delay_ms"] for r in reps])
+        # the other cause agreed when the queueing delay in the event was over its bound
+        agree = sum(1 for r in reps if r["queue_delay_ms"] is not None
+                    and r["rtt_baseline_ms"] is not None
+                    and r["queue_delay_ms"] >= max(1.0, r["rtt_baseline_ms"]))
         print(f"\ncapacity known (--capacity veth=50), deep buffer, {len(reps)} repetitions: "
-              f"first cause {counts}; onset → link_saturated median {fmt(med)} s, "
-              f"max {fmt(mx)} s ({n} seen)")
+              f"first cause {counts}; queueing delay in the event median {fmt(qd, 1)} ms, "
+              f"over the queueing bound in {agree}/{len(reps)}; onset → link_saturated "
+              f"median {fmt(med)} s, max {fmt(mx)} s ({n} seen); end → link_cleared median "
+              f"{fmt(cmed)} s, max {fmt(cmx)} s ({cn} seen)")
     frows = []
     for key, what in (("bursty", "bursty UDP, 40 Mbit/s 3 s on / 1 s off (avg 60 %)"),
                       ("cpu", "idle link, both hosts' CPUs busy (2 busy loops each)")):

@@ -202,11 +202,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="--queueing: idle link with busy CPUs, minutes (1; 0 = skip)")
     ap.add_argument("--capacity-reps", type=int, default=5,
                     help="--queueing: repetitions with the capacity known (5; 0 = skip)")
+    ap.add_argument("--from-json", default=None,
+                    help="--queueing: print the report of a saved results file, run nothing")
     args = ap.parse_args(argv)
     args.name = args.name or ("lab_detection_queueing" if args.queueing else "lab_detection")
     if args.reps < 1 or args.seconds < 1 or args.idle_minutes <= 0 or args.idle_minutes > 60:
         ap.error("--reps, --seconds >= 1; --idle-minutes in (0, 60]")
-    require_lab("lab_detection")
+    if not args.from_json:
+        require_lab("lab_detection")
 
     info = lab_machine_info()
     def fmt(v: float | None, nd: int = 2) -> str:
@@ -215,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.queueing:
         import _lab_queueing
 
+        if args.from_json:  # print the report of an earlier run again
+            saved = json.loads(Path(args.from_json).read_text())
+            _lab_queueing.report(argparse.Namespace(**saved["params"]), saved, md_table, fmt)
+            return 0
         with tempfile.TemporaryDirectory(prefix="exotray-labbench-") as d:
             res = _lab_queueing.run(args, Path(d))
         print(machine_line(info) + f", {info.get('iperf3')}\n")
