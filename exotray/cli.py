@@ -137,7 +137,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
     except SettingsError as e:
         print(f"exotray agent: {e}", file=sys.stderr)
         return EXIT_CONFIG
-    from exotray.agent.runtime import ClusterKeyError, StartError, run
+    from exotray.agent.main import run
+    from exotray.agent.runtime import ClusterKeyError, StartError
     from exotray.appnap import keep_timers_on_time
 
     keep_timers_on_time("exotray agent: probing and sampling links every interval")
@@ -165,6 +166,18 @@ def cmd_status(args: argparse.Namespace) -> int:
         print()
     else:
         print("\n".join(status_lines(cluster)))
+    return 0
+
+
+def cmd_interfaces(args: argparse.Namespace) -> int:
+    from exotray.core.status import interface_lines
+
+    report = _get(args, "/v1/interfaces")
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        print()
+    else:
+        print("\n".join(interface_lines(report)))
     return 0
 
 
@@ -372,6 +385,12 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--output", "-o", help="file to write (default: stdout)")
     ex.add_argument("--port", type=PORT, default=DEFAULT_PORT, help="the local agent's port")
     ex.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
+    it = sub.add_parser("interfaces",
+                        help="what the local agent knows of each interface: kind, speed, "
+                             "capacity and its source, bridge members, counters")
+    it.add_argument("--json", action="store_true", help="print /v1/interfaces as JSON")
+    it.add_argument("--port", type=PORT, default=DEFAULT_PORT, help="the local agent's port")
+    it.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     me = sub.add_parser("measure", help="measure a link's capacity with a bulk TCP transfer")
     me.add_argument("peer", help="the peer's name, id or address")
     me.add_argument("--interface", help="which of our interfaces (when several reach it)")
@@ -414,6 +433,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_demo(args)
     if args.command == "export":
         return cmd_export(args)
+    if args.command == "interfaces":
+        return cmd_interfaces(args)
     if args.command == "measure":
         return cmd_measure(args)
     if args.command == "prometheus-sd":

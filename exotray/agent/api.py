@@ -87,6 +87,7 @@ class Services(Protocol):
 
     def snapshot(self) -> dict[str, Any]: ...
     def cluster(self) -> dict[str, Any]: ...
+    def interfaces(self) -> dict[str, Any]: ...
     def history(self, link_id: str | None, iface: str | None,
                 seconds: float) -> dict | None: ...
     def reconfigure(self, new: Settings) -> None: ...
@@ -106,6 +107,9 @@ def create_app(agent: Services, registry: CollectorRegistry,
 
     async def cluster(request: Request) -> JSONResponse:
         return JSONResponse(agent.cluster())
+
+    async def interfaces(request: Request) -> JSONResponse:
+        return JSONResponse(agent.interfaces())
 
     async def history(request: Request) -> JSONResponse:
         link = request.query_params.get("link")
@@ -289,6 +293,7 @@ def create_app(agent: Services, registry: CollectorRegistry,
             Route("/", index),
             Route("/v1/snapshot", snapshot),
             Route("/v1/cluster", cluster),
+            Route("/v1/interfaces", interfaces),
             Route("/v1/history", history),
             Route("/v1/events", events),
             Route("/metrics", prometheus),

@@ -39,6 +39,10 @@ class EventSink:
                 event["type"], who, event.get("local_interface"),
                 "unknown" if util is None else f"{util:.0%}",
             )
+        elif event["type"] in ("link_degraded", "link_restored"):
+            log.warning("%s: %s at %s Mbit/s (was %s, maximum %s)", event["type"],
+                        event.get("interface"), event.get("to_mbit"), event.get("from_mbit"),
+                        event.get("max_mbit") or "unknown")
         else:
             log.info("%s: %s", event["type"], who)
         if self._file is not None:

@@ -38,6 +38,29 @@ from exotray.agent.interfaces import parse_networksetup
 
 logger = logging.getLogger(__name__)
 
+
+class _OncePerHour(logging.Filter):
+    """The readers run every few minutes: a command that keeps failing the same way is
+    said once an hour, not every time (never an error loop in the log)."""
+
+    def __init__(self, every_s: float = 3600.0) -> None:
+        super().__init__()
+        self.every_s = every_s
+        self._said: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = record.getMessage()
+        last = self._said.get(key)
+        if last is not None and record.created - last < self.every_s:
+            return False
+        if len(self._said) > 256:
+            self._said.clear()
+        self._said[key] = record.created
+        return True
+
+
+logger.addFilter(_OncePerHour())
+
 # (argv, timeout seconds) -> stdout, or None when the command could not give it.
 Runner = Callable[[Sequence[str], float], "str | None"]
 
@@ -215,6 +238,15 @@ class Receptacle:
     speed_text: str
     peer: str | None
     bus: str
+    #: what is cabled offers Thunderbolt networking (an XDomain "service_ip": a Mac or PC
+    #: at the other end), so the port's speed is a network link's; a drive or dock is not
+    ip_service: bool = False
+
+
+def _ip_service(item: dict[str, Any]) -> bool:
+    services = item.get("services_title")
+    return isinstance(services, list) and any(
+        isinstance(s, dict) and s.get("_name") == "service_ip" for s in services)
 
 
 def _receptacle(bus: dict[str, Any]) -> Receptacle | None:
@@ -239,6 +271,7 @@ def _receptacle(bus: dict[str, Any]) -> Receptacle | None:
         speed_text=text if isinstance(text, str) else "",
         peer=peer if isinstance(peer, str) else None,
         bus=str(bus.get("_name", "")),
+        ip_service=cabled and _ip_service(first),
     )
 
 
@@ -282,7 +315,8 @@ def thunderbolt_speeds(
             max_mbit=own_max if own_max else ceiling,
             max_inferred=own_max is None and ceiling is not None,
             cabled=r.cabled, peer=r.peer,
-            detail={"receptacle": r.receptacle, "current_speed": r.speed_text, "bus": r.bus},
+            detail={"receptacle": r.receptacle, "current_speed": r.speed_text, "bus": r.bus,
+                    "ip_service": r.ip_service},
         )
     for bridge, members in (bridges or {}).items():
         mine = [out[m] for m in members if m in out]

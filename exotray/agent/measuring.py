@@ -53,8 +53,10 @@ async def measure(link: Link, *, tester: CapacityTester, clients: HttpClients,
                               seconds=seconds, streams=streams, bind_ip=src, who=who,
                               sock_options=options)
     rates = [r for r in (result["up_mbit_s"], result["down_mbit_s"]) if r]
-    if link.local_interface and rates:
-        monitor.measured(link.local_interface, max(rates), result["measured_at"])
+    # through a bridge, the cable that reaches the peer is what was measured
+    carrier = monitor.carrier(link.local_interface, link.target[0])
+    if carrier and rates:
+        monitor.measured(carrier, max(rates), result["measured_at"])
     log.info("capacity of the link to %s via %s: %s Mbit/s up, %s Mbit/s down",
              link.peer.name or link.target[0], link.local_interface,
              result["up_mbit_s"], result["down_mbit_s"])

@@ -2,10 +2,13 @@
 
 Owns the interface list (sampler.NicInfo per name), byte counters and the rates made
 from them, each interface's kind and label (interfaces.py), its capacity (user
-override > measured > NIC speed > kind rule) and its history ring. Blocking OS calls
-stay off the event loop: macOS's `networksetup` classification runs in a worker thread,
-and until it answers a new interface is classified by its name. It calls the OS only
-through sampler.py and the classifier; it knows nothing of peers or links.
+override > measured > NIC speed > kind rule) and its history ring. What the hardware says
+beyond psutil (Thunderbolt and Wi-Fi rates, macOS media, bridge and bond members, the
+bridge member that reaches a peer) comes from hardware.py's cache. Blocking OS calls
+stay off the event loop: macOS's `networksetup` classification and the hardware readers
+run in worker threads, and until it answers a new interface is classified by its name.
+It calls the OS only through sampler.py, the classifier and hardware.py; of links it
+knows only (interface, peer address) pairs.
 """
 
 from __future__ import annotations
@@ -14,8 +17,12 @@ import asyncio
 import ipaddress
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 from exotray.agent import sampler
+from exotray.agent.capstore import CapacityStore, Measured
+from exotray.agent.hardware import Hardware
+from exotray.agent.hwread import HwLink, NoReader
 from exotray.agent.interfaces import InterfaceClassifier, mdns_by_default
 from exotray.agent.links import r
 from exotray.core import capacity as cap
@@ -44,7 +51,8 @@ class IfaceState:
 
 class InterfaceMonitor:
     def __init__(self, settings: Settings, classifier: InterfaceClassifier,
-                 interval: float) -> None:
+                 interval: float, hardware: Hardware | None = None,
+                 state_dir: Path | None = None) -> None:
         #: the agent replaces this when settings change (capacity overrides)
         self.settings = settings
         self.classifier = classifier
@@ -54,8 +62,10 @@ class InterfaceMonitor:
         self.rates = RateMeter(window_s=interval)
         #: the latest raw byte counters per interface (for /metrics)
         self.raw_counters: dict[str, tuple[int, int]] = {}
-        self.measured_mbit: dict[str, float] = {}
-        self.measured_at: dict[str, float] = {}
+        self.hardware = hardware or Hardware(NoReader())
+        #: measured capacities, kept in the state dir (capstore.py)
+        self.store = CapacityStore(state_dir)
+        self._now = 0.0
         #: capacity names not seen as an interface yet -> since when; those warned about
         self._capacity_pending: dict[str, float] = {}
         self._capacity_warned: set[str] = set()
@@ -74,6 +84,12 @@ class InterfaceMonitor:
         state changed (what mDNS and the on-link choice of a link's interface rest on)."""
         if set(nics) != set(self.nics):
             self.classifier.refresh()
+        old_up = {n: i.up for n, i in self.nics.items()}
+        flipped = {n for n, i in nics.items() if old_up.get(n) != i.up} | (
+            set(old_up) - set(nics))
+        if flipped:
+            self.hardware.changed(flipped)
+        self._now = now
         addresses_changed = {n: (i.up, i.addresses, i.networks) for n, i in nics.items()} != {
             n: (i.up, i.addresses, i.networks) for n, i in self.nics.items()
         }
@@ -104,6 +120,7 @@ class InterfaceMonitor:
             st.vanished_at = None
         if unclassified:
             self._classify_in_background(unclassified)
+        self._hardware_tick(now)
         for name, st in list(self.ifaces.items()):
             if name not in nics:
                 if st.vanished_at is None:
@@ -132,13 +149,47 @@ class InterfaceMonitor:
                     (t, r(st.rate.rx_bytes_per_s, 1), r(st.rate.tx_bytes_per_s, 1))
                 )
 
+    def _hardware_tick(self, now: float) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # called outside the agent (a test of update() alone): no readers
+        live = {n: st for n, st in self.ifaces.items() if st.vanished_at is None}
+        self.hardware.tick(now, {n: st.kind for n, st in live.items()},
+                           {n: st.label for n, st in live.items()},
+                           {n: st.up for n, st in live.items()})
+
     # -- what links ask ----------------------------------------------------------------
-    def numbers(self, name: str | None) -> tuple[Rate | None, cap.Capacity, float | None]:
-        """Rate, capacity and utilization of the interface `name` (a link's carrier)."""
-        st = self.ifaces.get(name) if name else None
+    def member(self, name: str | None, peer: str | None, *, track: bool = False,
+               ) -> str | None:
+        """The bridge member of `name` that reaches `peer`, when `name` is a bridge and
+        the member is known (else None: the link's numbers are the bridge's totals).
+        `track` (the sampling path only) keeps the pair on the list to resolve: views
+        read without changing anything."""
+        if not name or not peer:
+            return None
+        m = self.hardware.member(name, peer, self._now if track else None)
+        return m if m in self.ifaces else None
+
+    def carrier(self, name: str | None, peer: str | None = None, *,
+                track: bool = False) -> str | None:
+        """The interface whose counters and capacity a link to `peer` via `name` uses."""
+        return self.member(name, peer, track=track) or name
+
+    def numbers(self, name: str | None, peer: str | None = None, *, track: bool = False,
+                ) -> tuple[Rate | None, cap.Capacity, float | None]:
+        """Rate, capacity and utilization of the interface `name` (a link's carrier), or
+        of its member that reaches `peer` when `name` is a bridge."""
+        carrier = self.carrier(name, peer, track=track)
+        st = self.ifaces.get(carrier) if carrier else None
         if st is None or st.vanished_at is not None:
             return None, cap.Capacity(None, "unknown"), None
         rate = st.rate
+        if carrier == name and peer and self._bridged(name):
+            # the bridge's total traffic, while the cable that reaches this peer is not
+            # known: shown, but against no capacity, so it never "saturates" every link
+            # through the bridge together
+            return rate, cap.Capacity(None, "unknown"), None
         util = cap.utilization(
             rate.rx_bytes_per_s if rate else None,
             rate.tx_bytes_per_s if rate else None,
@@ -175,19 +226,51 @@ class InterfaceMonitor:
         ]
 
     # -- capacity ----------------------------------------------------------------------
+    def _bridged(self, name: str | None) -> bool:
+        hw = self.hardware.get(name)
+        return hw is not None and hw.bridge and bool(hw.members)
+
+    def speed_of(self, name: str) -> tuple[float | None, float | None]:
+        """(negotiated, maximum) Mbit/s of `name`: psutil's speed, else the hardware
+        readers' (Thunderbolt, Wi-Fi PHY rate, macOS media); None where unknown."""
+        hw = self.hardware.get(name)
+        nic = self.nics.get(name)
+        speed = (nic.speed_mbit if nic else None) or (hw.speed_mbit if hw else None)
+        return speed, (hw.full_mbit if hw else None)
+
     def capacity_of(self, name: str, kind: str, nic: sampler.NicInfo | None) -> cap.Capacity:
+        hw: HwLink | None = self.hardware.get(name)
+        hw_speed = hw.speed_mbit if hw else None
+        # a NIC speed is a wired port's negotiated media; Thunderbolt and Wi-Fi rates go
+        # through the kind rule (capacity_source "kind": a Wi-Fi rate is a PHY rate)
+        wired = hw_speed if hw is not None and kind not in ("thunderbolt", "wifi") else None
+        nic_speed = (nic.speed_mbit if nic else None) or wired
+        # a Wi-Fi rate moves all the time: only a wired or Thunderbolt speed change makes
+        # a measurement describe another link
+        measured = self.store.valid(name, None if kind == "wifi" else nic_speed or hw_speed)
         return cap.resolve(
             override_mbit=self.settings.capacity.get(name),
-            measured_mbit=self.measured_mbit.get(name),
-            nic_speed_mbit=nic.speed_mbit if nic else None,
-            kind_mbit=cap.kind_rule_mbit(kind),
+            measured_mbit=measured.mbit if measured else None,
+            nic_speed_mbit=nic_speed,
+            kind_mbit=cap.kind_rule_mbit(
+                kind, thunderbolt_mbit=hw_speed if kind == "thunderbolt" else None,
+                wifi_rate_mbit=hw_speed if kind == "wifi" else None),
         )
 
     def measured(self, name: str, mbit: float, at: float) -> None:
         """A capacity test measured `mbit` through interface `name` (used from the next
-        full sample on)."""
-        self.measured_mbit[name] = mbit
-        self.measured_at[name] = at
+        full sample on, kept in the state dir until the interface's speed changes). Not
+        kept for a bridge whose member is unknown: it measured one cable, not them all."""
+        if self._bridged(name):
+            log.info("capacity measured through %s not kept: which of its cables it crossed "
+                     "is not known yet", name)
+            return
+        st = self.ifaces.get(name)
+        wifi = st is not None and st.kind == "wifi"
+        self.store.put(name, mbit, at, None if wifi else self.speed_of(name)[0])
+
+    def measurement(self, name: str) -> Measured | None:
+        return self.store.items.get(name)
 
     def set_interval(self, interval: float) -> None:
         self.interval = interval
@@ -220,6 +303,8 @@ class InterfaceMonitor:
             asyncio.to_thread(self.classifier.classify_all, names), name="classify")
 
     async def stop(self) -> None:
+        await self.hardware.stop()
+        await asyncio.to_thread(self.store.flush)
         if self._classify_task is not None:
             # networksetup has its own timeout; its thread ends by itself
             await asyncio.gather(self._classify_task, return_exceptions=True)

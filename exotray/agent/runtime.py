@@ -9,7 +9,6 @@ then pruning), resolve (10 s), and api (uvicorn on a socket we bind ourselves).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import sys
@@ -21,13 +20,14 @@ from typing import Any
 import uvicorn
 
 from exotray import __version__
-from exotray.agent import control, onlink, sampler, views
+from exotray.agent import control, hwread, onlink, sampler, views
 from exotray.agent import links as linkstats
 from exotray.agent.api import create_app
 from exotray.agent.captest import CapacityTester
 from exotray.agent.clients import HttpClients
 from exotray.agent.discovery import Discovery
 from exotray.agent.eventsink import EventSink
+from exotray.agent.hardware import Hardware
 from exotray.agent.interfaces import InterfaceClassifier
 from exotray.agent.keys import SIGNATURE_HEADER, ClusterKeyError, load_key, sign
 from exotray.agent.links import Link, Target
@@ -49,7 +49,7 @@ from exotray.core.events import EventLog
 from exotray.core.settings import Settings, parse_peer
 
 __all__ = ["SIGNATURE_HEADER", "Agent", "ClusterKeyError", "StartError", "StateDirError",
-           "bind_pair", "load_key", "load_node_id", "lock_state_dir", "run", "sign"]
+           "bind_pair", "load_key", "load_node_id", "lock_state_dir", "sign"]
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,8 @@ SUBSAMPLES = 4
 class Agent:
     def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time,
-                 classifier: InterfaceClassifier | None = None) -> None:
+                 classifier: InterfaceClassifier | None = None,
+                 hardware: hwread.HwReader | None = None) -> None:
         self.settings = settings.validate()
         self.clock = clock
         self.key = load_key(Path(settings.key_file)) if settings.key_file else None
@@ -95,8 +96,9 @@ class Agent:
         self._sink = EventSink(self._throttled)
         self.events = EventLog(sinks=[self._sink])
         # -- the parts --
-        self.monitor = InterfaceMonitor(settings, classifier or InterfaceClassifier(),
-                                        settings.interval)
+        self.monitor = InterfaceMonitor(
+            settings, classifier or InterfaceClassifier(), settings.interval,
+            Hardware(hardware or hwread.reader_for(), self._hw_event), self.state_dir)
         self.table = PeerTable(
             clock, self._make_link, down_after_s=settings.down_after * self.interval,
             on_link_added=lambda link: self.prober.route(link, self.clock()),
@@ -152,7 +154,8 @@ class Agent:
         if full:
             self.monitor.record_history(t)
             for link in self.links.values():
-                rate, _capacity, util = self.monitor.numbers(link.local_interface)
+                rate, _capacity, util = self.monitor.numbers(link.local_interface,
+                                                             link.target[0])
                 linkstats.history_row(link, now, t, rate, util)
         self.last_sample = now
 
@@ -170,7 +173,8 @@ class Agent:
         return changed
 
     def _detect(self, link: Link, t: float) -> None:
-        rate, capacity, util = self.monitor.numbers(link.local_interface)
+        rate, capacity, util = self.monitor.numbers(link.local_interface, link.target[0],
+                                                    track=True)
         if rate is None or self.paused:
             return
         change = linkstats.detect(link, self.clock(), rate, util)
@@ -179,6 +183,9 @@ class Agent:
                 link, change, t, self.clock(), rate, capacity, util, node=self.settings.name,
                 label=self.monitor.label(link.local_interface))
             self.events.emit(type_, at, **fields)
+
+    def _hw_event(self, type_: str, **fields: Any) -> None:
+        self.events.emit(type_, self.wall(self.clock()), node=self.settings.name, **fields)
 
     def _peer_event(self, peer: Peer, up: bool, why: str) -> None:
         self.events.emit(
@@ -228,6 +235,9 @@ class Agent:
                              now=self.clock(),
                              discovery=views.discovery(self.settings.mdns, self.discovery),
                              sharing=(self.settings.sharing, self.sharing.protocol_of))
+
+    def interfaces(self) -> dict[str, Any]:
+        return views.interfaces(self.monitor, self.links.values())
 
     def history(self, link_id: str | None, iface: str | None, seconds: float) -> dict | None:
         return views.history(links=self.links.values(), ifaces=self.monitor.ifaces,
@@ -375,24 +385,3 @@ class Agent:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
-
-
-async def run(settings: Settings, config_file: Path | None = None) -> int:
-    """Run an agent until SIGINT or SIGTERM."""
-    import signal
-
-    agent = Agent(settings)
-    agent.config_file = config_file
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, agent.request_stop)
-    try:
-        await agent.start()
-        await agent.wait()
-    finally:
-        await agent.stop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.remove_signal_handler(sig)
-    return 0

@@ -23,16 +23,22 @@ if TYPE_CHECKING:
     from exotray.agent.probe import ProbeSocket
 
 
+#: members listed per interface (a Docker or libvirt bridge has one per container; the
+#: schema takes 32)
+MAX_MEMBERS = 32
+
+
 def link_dict(link: Link, now: float, monitor: InterfaceMonitor) -> dict[str, Any]:
     s = link.rtt.summary(now)
     q = queue_reading(link, now)
-    rate, capacity, util = monitor.numbers(link.local_interface)
+    rate, capacity, util = monitor.numbers(link.local_interface, link.target[0])
     return on_wire("link", {
         "id": link.id,
         "peer_id": link.peer.id,
         "peer_name": link.peer.name,
         "local_interface": link.local_interface,
         "local_label": monitor.label(link.local_interface),
+        "member_interface": monitor.member(link.local_interface, link.target[0]),
         "peer_address": link.target[0],
         "peer_port": link.target[1],
         "state": link.state,
@@ -53,7 +59,10 @@ def link_dict(link: Link, now: float, monitor: InterfaceMonitor) -> dict[str, An
     })
 
 
-def iface_dict(st: IfaceState, measured_at: float | None) -> dict[str, Any]:
+def iface_dict(st: IfaceState, monitor: InterfaceMonitor) -> dict[str, Any]:
+    measured = monitor.measurement(st.name)
+    speed, top = monitor.speed_of(st.name)
+    hw = monitor.hardware.get(st.name)
     return on_wire("interface", {
         "name": st.name,
         "kind": st.kind,
@@ -64,7 +73,10 @@ def iface_dict(st: IfaceState, measured_at: float | None) -> dict[str, Any]:
         "tx_bytes_per_s": r(st.rate.tx_bytes_per_s, 1) if st.rate else None,
         "capacity_bytes_per_s": st.capacity.bytes_per_s,
         "capacity_source": st.capacity.source,
-        "capacity_measured_at": iso(measured_at) if measured_at is not None else None,
+        "capacity_measured_at": iso(measured.at) if measured is not None else None,
+        "speed_mbit": speed,
+        "max_speed_mbit": top,
+        "members": list(hw.members)[:MAX_MEMBERS] if hw else [],
     })
 
 
@@ -86,7 +98,7 @@ def snapshot(*, node_id: str, name: str, interval: float, now: float,
     if probe is not None and health.local_network_denied(
             platform, probe.hostunreach_streak, len(links)):
         warnings.append(health.LOCAL_NETWORK_DENIED)
-    ifaces = [iface_dict(st, monitor.measured_at.get(st.name))
+    ifaces = [iface_dict(st, monitor)
               for st in sorted(monitor.ifaces.values(), key=lambda s: s.name)
               if st.vanished_at is None]
     return on_wire("snapshot", {
@@ -167,3 +179,45 @@ def history(*, links: Iterable[Link], ifaces: dict[str, IfaceState], link_id: st
         return {"interface": iface, "interval_s": interval,
                 **ifaces[iface].history.since(since)}
     return None
+
+
+def interfaces(monitor: InterfaceMonitor, links: Iterable[Link]) -> dict[str, Any]:
+    """What the agent knows of each local interface, and why (`exotray interfaces`): the
+    user's first look when a number seems wrong."""
+    carried: dict[str, list[dict[str, Any]]] = {}
+    for lk in links:
+        member = monitor.member(lk.local_interface, lk.target[0])
+        via = member or lk.local_interface
+        if via is not None:
+            carried.setdefault(via, []).append({
+                "link_id": lk.id, "peer": lk.peer.name or lk.target[0],
+                "peer_address": lk.target[0], "local_interface": lk.local_interface,
+                "member_interface": member})
+    out = []
+    for st in sorted(monitor.ifaces.values(), key=lambda s: s.name):
+        if st.vanished_at is not None:
+            continue
+        hw = monitor.hardware.get(st.name)
+        nic = monitor.nics.get(st.name)
+        speed, top = monitor.speed_of(st.name)
+        raw = monitor.raw_counters.get(st.name)
+        measured = monitor.measurement(st.name)
+        out.append({
+            "name": st.name, "kind": st.kind, "label": st.label, "up": st.up,
+            "addresses": list(st.addresses),
+            "members": list(hw.members) if hw else [],
+            "bridge": bool(hw and hw.bridge),
+            "speed_mbit": speed, "max_speed_mbit": top,
+            "speed_source": ("psutil" if nic and nic.speed_mbit
+                             else hw.source if hw and hw.speed_mbit else None),
+            "phy_rate": bool(hw and hw.phy_rate),
+            "degraded_at_mbit": monitor.hardware.degraded.get(st.name),
+            "capacity_bytes_per_s": st.capacity.bytes_per_s,
+            "capacity_source": st.capacity.source,
+            "capacity_measured_at": iso(measured.at) if measured else None,
+            "rx_bytes_per_s": r(st.rate.rx_bytes_per_s, 1) if st.rate else None,
+            "tx_bytes_per_s": r(st.rate.tx_bytes_per_s, 1) if st.rate else None,
+            "counters": {"rx_bytes": raw[0], "tx_bytes": raw[1]} if raw else None,
+            "links": carried.get(st.name, []),
+        })
+    return {"interfaces": out}

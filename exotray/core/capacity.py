@@ -24,9 +24,14 @@ class Capacity:
 
 
 def kind_rule_mbit(
-    kind: str, thunderbolt_generation: int | None = None, wifi_rate_mbit: float | None = None
+    kind: str, thunderbolt_generation: int | None = None, wifi_rate_mbit: float | None = None,
+    thunderbolt_mbit: float | None = None,
 ) -> float | None:
-    """Capacity a kind of interface implies, where the OS told us enough to know it."""
+    """Capacity a kind of interface implies, where the OS told us enough to know it: a
+    Thunderbolt link at its negotiated rate (else its generation's nominal one), Wi-Fi at
+    its current transmit (PHY) rate."""
+    if kind == "thunderbolt" and thunderbolt_mbit and thunderbolt_mbit > 0:
+        return float(thunderbolt_mbit)
     if kind == "thunderbolt" and thunderbolt_generation in THUNDERBOLT_MBIT:
         return float(THUNDERBOLT_MBIT[thunderbolt_generation])
     if kind == "wifi" and wifi_rate_mbit and wifi_rate_mbit > 0:

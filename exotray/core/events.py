@@ -10,7 +10,8 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-EVENT_TYPES = ("peer_up", "peer_down", "link_saturated", "link_cleared")
+EVENT_TYPES = ("peer_up", "peer_down", "link_saturated", "link_cleared", "link_degraded",
+               "link_restored")
 
 
 def iso(ts: float) -> str:

@@ -87,3 +87,10 @@ def utilization(ratio: float | None, capacity_bytes_per_s: float | None) -> str:
     if 0 < ratio < 0.005:
         return "< 1 %"
     return percent(ratio)
+
+
+def mbit(value: float | None) -> str:
+    """A negotiated link speed given in Mbit/s, as sold: 40 Gb/s, 2.5 Gb/s, 100 Mb/s."""
+    if not value or value <= 0:
+        return "unknown"
+    return f"{value / 1000:g} Gb/s" if value >= 1000 else f"{value:g} Mb/s"

@@ -78,6 +78,8 @@ def _safe_text(text: str) -> str:
 
 
 Rate = Annotated[float, Field(ge=0, le=1e13, allow_inf_nan=False)]  # <= 80 Tbit/s
+#: a link speed, Mbit/s (<= 80 Tbit/s)
+Mbit = Annotated[float, Field(gt=0, le=8e7, allow_inf_nan=False)]
 Ms = Annotated[float, Field(ge=0, le=3_600_000, allow_inf_nan=False)]
 Name = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_safe_text)]
 Version = Annotated[str, Field(max_length=32), AfterValidator(_safe_text)]
@@ -107,6 +109,11 @@ class Interface(_Model):
     capacity_bytes_per_s: Rate | None
     capacity_source: Literal[CAPACITY_SOURCES]  # type: ignore[valid-type]
     capacity_measured_at: Stamp | None = None
+    #: negotiated speed (Wi-Fi: the current PHY rate) and the port's maximum, where known
+    speed_mbit: Mbit | None = None
+    max_speed_mbit: Mbit | None = None
+    #: a bridge's or bond's member interfaces
+    members: Annotated[list[Name], Field(max_length=32)] = []
 
 
 class Link(_Model):
@@ -115,6 +122,9 @@ class Link(_Model):
     peer_name: Name | None
     local_interface: Name | None
     local_label: Name | None = None
+    #: the bridge member this link's traffic, speed and capacity are taken from (None when
+    #: the local interface is not a bridge, or the member is not known: bridge totals)
+    member_interface: Name | None = None
     peer_address: Address
     peer_port: Annotated[int, Field(ge=1, le=65535)]
     state: Literal[LINK_STATES]  # type: ignore[valid-type]

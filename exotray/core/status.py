@@ -85,3 +85,49 @@ def diagnostics(cluster: dict) -> list[str]:
         if not node.get("reachable", True):
             notes.append(f"{node['node']['name']}'s data is {node.get('age_s', 0):.0f} s old.")
     return [f"note: {n}" for n in notes]
+
+
+def _mbit(value: float | None) -> str:
+    return fmt.mbit(value) if value else "?"
+
+
+def interface_lines(report: dict) -> list[str]:
+    """`exotray interfaces`: one row per interface, then what the row rests on (members,
+    where a speed came from, which links take their numbers from it)."""
+    rows = [("NAME", "KIND", "LABEL", "UP", "SPEED", "CAPACITY", "RX", "TX")]
+    notes: list[str] = []
+    for it in report.get("interfaces", []):
+        speed = _mbit(it.get("speed_mbit"))
+        if it.get("max_speed_mbit"):
+            speed += f" of {_mbit(it['max_speed_mbit'])}"
+        if it.get("phy_rate"):
+            speed += " (PHY)"
+        cap = fmt.bit_rate(it.get("capacity_bytes_per_s"))
+        if it.get("capacity_source") not in (None, "unknown"):
+            cap += f" ({it['capacity_source']})"
+        rows.append((it["name"], it["kind"], it["label"], "up" if it["up"] else "down", speed,
+                     cap, fmt.rate(it.get("rx_bytes_per_s")), fmt.rate(it.get("tx_bytes_per_s"))))
+        name = it["name"]
+        if it.get("members"):
+            what = "bridge" if it.get("bridge") else "bond"
+            notes.append(f"{name}: {what} of {', '.join(it['members'])}")
+        if it.get("speed_source") and it["speed_source"] != "psutil":
+            notes.append(f"{name}: speed from {it['speed_source']}")
+        if it.get("degraded_at_mbit"):
+            notes.append(f"{name}: degraded, at {_mbit(it['degraded_at_mbit'])}"
+                         + (f" of {_mbit(it['max_speed_mbit'])}" if it.get("max_speed_mbit")
+                            else ""))
+        if it.get("capacity_measured_at"):
+            notes.append(f"{name}: capacity measured at {it['capacity_measured_at']}")
+        for lk in it.get("links", []):
+            how = (f"its member of {lk['local_interface']}" if lk.get("member_interface")
+                   else "it")
+            notes.append(f"{name}: the link to {lk['peer']} ({lk['peer_address']}) counts "
+                         f"traffic on {how}")
+        if it.get("bridge") and not any(lk.get("member_interface")
+                                        for lk in it.get("links", [])) and it.get("links"):
+            notes.append(f"{name}: which member reaches these peers is not known (yet): "
+                         "their traffic is the bridge's total")
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return lines + (["", *notes] if notes else [])

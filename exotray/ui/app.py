@@ -158,7 +158,10 @@ class App(QObject):
             # Normal urgency: daemons keep "critical" bubbles on screen until dismissed,
             # so saturations and clears would pile up. The link's key makes a clear
             # replace its saturation bubble (one bubble per link on screen).
-            key = ev.get("link_id") or f"peer:{ev.get('peer_id') or ev.get('peer_name') or '?'}"
+            # A port's speed events share one bubble per interface.
+            key = ev.get("link_id") or (
+                f"iface:{ev['interface']}" if ev.get("interface")
+                else f"peer:{ev.get('peer_id') or ev.get('peer_name') or '?'}")
             self.notifier.notify(text[0], text[1], key=key, urgency="normal")
 
     def _pause(self, paused: bool) -> None:

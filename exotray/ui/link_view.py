@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from exotray.core import fmt
 from exotray.core.history import LINK_COLUMNS
-from exotray.ui import theme
+from exotray.ui import linkwords, theme
 
 #: the time ranges offered, in seconds, with their button text
 RANGES: Final[tuple[tuple[int, str], ...]] = ((60, "1 min"), (600, "10 min"), (3600, "1 h"))
@@ -56,15 +56,6 @@ NUMBER_ROWS: Final = (
 _AXIS_W: Final = 64
 #: a range still "covers" data up to this much longer than itself (61 s of data: 1 min)
 _FIT_SLACK: Final = 1.1
-#: where a capacity comes from (the agent's capacity_source), in words
-CAPACITY_SOURCES: Final = {
-    "override": "your setting",
-    "measured": "measured",
-    "nic": "reported by the interface",
-    "kind": "from the interface type",
-}
-
-
 def _floats(values: Any) -> np.ndarray:
     """A float array with None (JSON null) as NaN."""
     return np.array([math.nan if v is None else float(v) for v in values], dtype=float)
@@ -273,7 +264,8 @@ class LinkDetails(QWidget):
         self.set_link(None)
 
     # -- public API ------------------------------------------------------------------------
-    def set_link(self, link: dict[str, Any] | None, local_name: str | None = None) -> None:
+    def set_link(self, link: dict[str, Any] | None, local_name: str | None = None,
+                 interfaces: linkwords.Ifaces | None = None) -> None:
         """Show the current numbers of a link dict from the cluster view (None: none)."""
         self._link = link
         new_id = None if link is None else link.get("id")
@@ -326,19 +318,15 @@ class LinkDetails(QWidget):
                                          f"{fmt.capacity_rate(cap)}")
         else:
             self._set_sub("utilization", "")
-        source = link.get("capacity_source") or "unknown"
+        ifaces = interfaces or {}
         if cap is not None:
-            words = CAPACITY_SOURCES.get(source, source)
+            words = linkwords.capacity_words(link, ifaces)
             self._set_sub("capacity", f"({fmt.bit_rate(cap)}) · {words}")
         else:
             self._set_sub("capacity", "set it in Preferences, or Measure capacity")
-        iface = link.get("local_interface") or "?"
-        label = link.get("local_label") or iface
-        self._interface.setText(f"via {label} ({iface})")
-        self._note.setText(
-            f"Traffic shown is all traffic of the local interface {iface}, "
-            "not only this link's."
-        )
+        at = linkwords.speed(link, ifaces)
+        self._interface.setText(f"via {linkwords.via(link, ifaces)}" + (f" · {at}" if at else ""))
+        self._note.setText(linkwords.traffic_note(link, ifaces))
         self._set_capacity(cap)
 
     def set_result(self, text: str | None) -> None:

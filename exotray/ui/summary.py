@@ -167,6 +167,17 @@ def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | Non
         if qd is not None and queueing.notable(qd, event.get("rtt_baseline_ms")):
             body += f", +{fmt.ms(qd)} queueing delay"
         return title, body
+    if kind in ("link_degraded", "link_restored"):
+        port = event.get("local_label") or "?"
+        if event.get("interface") and event.get("interface") != port:
+            port = f"{port} ({event['interface']})"
+        top = event.get("max_mbit")
+        of = f" of {fmt.mbit(top)}" if top else f", was {fmt.mbit(event.get('from_mbit'))}"
+        if kind == "link_degraded":
+            return (f"Link slower than it can be: {node}",
+                    f"{node}: {port} at {fmt.mbit(event.get('to_mbit'))}{of}")
+        return (f"Link back to full speed: {node}",
+                f"{node}: {port} at {fmt.mbit(event.get('to_mbit'))}")
     if kind == "peer_down":
         return (f"Peer down: {peer}", f"{node} gets no answer from {peer}")
     if kind == "peer_up":

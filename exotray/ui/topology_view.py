@@ -30,7 +30,7 @@ from PySide6.QtWidgets import QToolTip, QWidget
 
 from exotray.core import fmt, queueing, topology
 from exotray.core.topology import Edge, Node
-from exotray.ui import theme
+from exotray.ui import linkwords, theme
 
 KINDS: Final = ("unknown", "calm", "busy", "hot", "down")
 #: per-edge badges are drawn while there are at most this many edges
@@ -148,6 +148,7 @@ class TopologyView(pg.PlotWidget):
         # -- model --------------------------------------------------------------------
         self._nodes: list[Node] = []
         self._edges: list[Edge] = []
+        self._ifaces: dict[str, linkwords.Ifaces] = {}
         self._pos: dict[str, tuple[float, float]] = {}
         self._pos_ids: frozenset[str] = frozenset()
         self._node_sig: tuple[Any, ...] | None = None
@@ -186,6 +187,8 @@ class TopologyView(pg.PlotWidget):
         """Show a /v1/cluster view. Positions only change when the set of nodes does."""
         nodes, edges = topology.build(cluster)
         self._nodes, self._edges = nodes, edges
+        self._ifaces = {n["node"]["id"]: linkwords.node_interfaces(n)
+                        for n in cluster.get("nodes", [])}
         self._edge_index = {lid: i for i, e in enumerate(edges) for lid in e.link_ids}
         self._update_layout(nodes)
         self._update_nodes(nodes)
@@ -676,8 +679,8 @@ class TopologyView(pg.PlotWidget):
             ("rx / tx", f"{fmt.rate(p.get('rx_bytes_per_s'))} / "
                         f"{fmt.rate(p.get('tx_bytes_per_s'))}"),
             ("Utilization", fmt.percent(edge.utilization)),
-            ("Capacity", _capacity(p)),
-            ("Interface", f"{edge.label} ({p.get('local_interface') or '?'})"),
+            ("Capacity", _capacity(p, self._ifaces.get(edge.a, {}))),
+            ("Interface", linkwords.via(p, self._ifaces.get(edge.a, {}))),
         ]
         if edge.reverse is not None:
             r = edge.reverse
@@ -713,13 +716,14 @@ class TopologyView(pg.PlotWidget):
         return f"<b>{_esc(n.name)}</b>{me}<br>{status}<br>id {_esc(n.id)}"
 
 
-def _capacity(link: dict[str, Any]) -> str:
-    """ "6.25 MB/s (50 Mbit/s), override": bytes/s like the rates, 3 significant digits."""
+def _capacity(link: dict[str, Any], ifaces: linkwords.Ifaces) -> str:
+    """ "6.25 MB/s (50 Mbit/s), your setting": bytes/s like the rates, 3 significant
+    digits, and where the number came from."""
     cap = link.get("capacity_bytes_per_s")
     if not cap or cap <= 0:
         return "unknown"
     return (f"{fmt.capacity_rate(cap)} ({fmt.bit_rate(cap)}),"
-            f" {link.get('capacity_source') or 'unknown'}")
+            f" {linkwords.capacity_words(link, ifaces)}")
 
 
 def _queueing(link: dict[str, Any]) -> str:

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from exotray.core import fmt, topology
-from exotray.ui import theme
+from exotray.ui import linkwords, theme
 from exotray.ui.client import AgentClient
 from exotray.ui.link_view import LinkDetails
 from exotray.ui.topology_view import TopologyView
@@ -65,12 +65,10 @@ def _rows(cluster: dict[str, Any] | None) -> list[tuple[str, list[tuple[str, Any
         return out
     names = {n["node"]["id"]: n["node"]["name"] for n in cluster.get("nodes", [])}
     for node in cluster.get("nodes", []):
+        ifaces = linkwords.node_interfaces(node)
         for lk in node.get("links", []):
             peer = lk.get("peer_name") or names.get(lk.get("peer_id")) or lk["peer_address"]
-            via = lk.get("local_label") or lk.get("local_interface") or "?"
-            if lk.get("local_interface") and lk.get("local_label") not in (None,
-                                                                          lk["local_interface"]):
-                via = f"{lk['local_label']} ({lk['local_interface']})"
+            via = linkwords.via(lk, ifaces)
             rate_key = max(lk.get("rx_bytes_per_s") or 0, 0)
             cap = lk.get("capacity_bytes_per_s")
             cap = cap if cap and cap > 0 else None
@@ -100,14 +98,12 @@ def plain_tip(text: str) -> str:
     return "<p>" + html.escape(text, quote=False).replace("\n", "<br>") + "</p>"
 
 
-def _tips(link: dict[str, Any]) -> dict[int, str]:
+def _tips(link: dict[str, Any], ifaces: linkwords.Ifaces) -> dict[int, str]:
     """Cell tooltips of a link's row, by column: whose traffic, and the link speed."""
-    iface = link.get("local_interface") or "?"
-    traffic = f"All traffic of the local interface {iface}, not only this link's"
+    traffic = linkwords.traffic_note(link, ifaces)
     cap = link.get("capacity_bytes_per_s")
-    source = link.get("capacity_source") or "unknown"
-    capacity = (f"{fmt.bit_rate(cap)} ({source})" if cap and cap > 0
-                else "Unknown: set it in Preferences, or Measure capacity")
+    capacity = (f"{fmt.bit_rate(cap)} ({linkwords.capacity_words(link, ifaces)})"
+                if cap and cap > 0 else "Unknown: set it in Preferences, or Measure capacity")
     return {RX: plain_tip(traffic), TX: plain_tip(traffic), CAPACITY: capacity}
 
 
@@ -163,12 +159,14 @@ class LinkTable(QTableView):
     def set_cluster(self, cluster: dict[str, Any] | None) -> None:
         """Update rows in place (keyed by link id), so selection and sorting survive."""
         rows = dict(_rows(cluster))
-        links: dict[str, dict[str, Any]] = {}  # filled when a row's tooltips change
+        # filled when a row's tooltips change: link id -> (link, its node's interfaces)
+        links: dict[str, tuple[dict[str, Any], linkwords.Ifaces]] = {}
 
-        def link(link_id: str) -> dict[str, Any]:
+        def link(link_id: str) -> tuple[dict[str, Any], linkwords.Ifaces]:
             if not links:
-                links.update((lk["id"], lk) for node in (cluster or {}).get("nodes", [])
-                             for lk in node.get("links", []))
+                for node in (cluster or {}).get("nodes", []):
+                    ifaces = linkwords.node_interfaces(node)
+                    links.update((lk["id"], (lk, ifaces)) for lk in node.get("links", []))
             return links[link_id]
 
         added = False
@@ -189,7 +187,7 @@ class LinkTable(QTableView):
                     it.setData(key, SORT)
                     it.setData(link_id, LINK_ID)
                     items.append(it)
-                for c, tip in _tips(link(link_id)).items():
+                for c, tip in _tips(*link(link_id)).items():
                     items[c].setToolTip(tip)
                 self.source.appendRow(items)
                 added = True
@@ -207,7 +205,7 @@ class LinkTable(QTableView):
                     if w > widest.get(c, 0):
                         widest[c] = w
             if retip:
-                for c, tip in _tips(link(link_id)).items():
+                for c, tip in _tips(*link(link_id)).items():
                     self.source.item(r, c).setToolTip(tip)
         if added or gone:
             self.resizeColumnsToContents()
@@ -342,7 +340,8 @@ class MainWindow(QMainWindow):
             link = self._link(self.link_id)
             if link is None:
                 return
-            self.details.set_link(link, self._node_name(self.link_id))
+            self.details.set_link(link, self._node_name(self.link_id),
+                                  self._interfaces(self.link_id))
             if self._history_for == self.link_id:
                 self.details.append(self._row(link))
 
@@ -359,6 +358,13 @@ class MainWindow(QMainWindow):
             if any(lk["id"] == link_id for lk in node.get("links", [])):
                 return node["node"].get("name")
         return None
+
+    def _interfaces(self, link_id: str) -> linkwords.Ifaces:
+        """The interfaces of the node that measures `link_id`, by name."""
+        for node in (self.cluster or {}).get("nodes", []):
+            if any(lk["id"] == link_id for lk in node.get("links", [])):
+                return linkwords.node_interfaces(node)
+        return {}
 
     @staticmethod
     def _row(link: dict[str, Any]) -> dict[str, Any]:
@@ -391,7 +397,7 @@ class MainWindow(QMainWindow):
         self.measure_action.setEnabled(self.client is not None)
         self.empty.hide()
         self.details.show()
-        self.details.set_link(link, self._node_name(link_id))
+        self.details.set_link(link, self._node_name(link_id), self._interfaces(link_id))
         self.details.set_result(self._results.get(link_id))
         self._load_history()
 

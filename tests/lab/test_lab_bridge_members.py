@@ -104,3 +104,77 @@ def test_bond_lists_its_members() -> None:
             lab.bridge_exec(sys.executable, "-c", code, str(ROOT), bond))
         assert mode == "active-backup" and members == slaves
         assert len(active) == 1 and active[0] in slaves
+
+
+def test_a_transfer_through_a_bridge_saturates_its_own_cable_only(tmp_path: Path) -> None:
+    """Issue 12: an agent on a host whose interface is a bridge of two cables, one to
+    each peer. The same capacity (100 Mbit/s) is given to the bridge and to each cable:
+    with the bridge's totals both links would "saturate" together; with each link's
+    traffic taken from the member that reaches its peer, only the loaded one does.
+    `exotray interfaces --json` lists the bridge with both members."""
+    import time
+
+    from helpers import wait_for
+    from netlab import Agents, Host
+
+    port = 52480
+    with netlab.Lab(2) as lab:  # the root namespace's port reads the agent's API
+        br_addr = lab.address_bridge()
+        h1, h2 = lab.hosts
+        hub = Host(lab.br_ns, lab.bridge, "", br_addr)
+        lab.shape(h1, "50mbit")  # the cable to h1 queues at 50 Mbit/s (tbf on its port)
+        agents = Agents(lab, tmp_path)
+        try:
+            caps = [f"{lab.bridge}=100", f"{h1.bridge_port}=100", f"{h2.bridge_port}=100"]
+            a = agents.start(hub, *[x for c in caps for x in ("--capacity", c)],
+                             "--threshold", "0.3", name="hub", mdns=False,
+                             peers=[f"{h1.addr}:{port}", f"{h2.addr}:{port}"])
+            for h in (h1, h2):
+                agents.start(h, name=h.ns[-2:], mdns=False, peers=[f"{br_addr}:{port}"])
+
+            def links() -> dict[str, dict]:
+                return {lk["peer_address"]: lk for lk in a.get("/v1/snapshot")["links"]}
+
+            def members_known() -> bool:
+                ls = links()
+                return (len(ls) == 2 and all(lk["state"] == "up" for lk in ls.values())
+                        and ls[h1.addr]["member_interface"] == h1.bridge_port
+                        and ls[h2.addr]["member_interface"] == h2.bridge_port)
+
+            assert wait_for(members_known, 20), (a.get("/v1/interfaces"), links())
+            srv = h1.popen("iperf3", "-s", "-1", "-B", h1.addr,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.3)
+            client = hub.popen("iperf3", "-c", h1.addr, "-t", "10", "-C", "cubic",
+                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+            try:
+                def saturated() -> list[dict]:
+                    return [e for e in a.get("/v1/events")["events"]
+                            if e["type"] == "link_saturated"]
+
+                sat = wait_for(saturated, 9.0, every=0.2)
+                assert sat, a.log()
+                time.sleep(2.0)
+                during = links()
+                report = json.loads(lab.bridge_exec(
+                    sys.executable, "-m", "exotray", "interfaces", "--json", "--port",
+                    str(port), "--host", br_addr))
+            finally:
+                client.wait(30)
+                srv.wait(10)
+            evs = a.get("/v1/events")["events"]
+            tag = lab.tag
+        finally:
+            agents.close()
+    print(json.dumps({k: (v["tx_bytes_per_s"], v["utilization"]) for k, v in during.items()}))
+    loaded, idle = during[h1.addr], during[h2.addr]
+    assert loaded["tx_bytes_per_s"] > 4e6 and loaded["utilization"] > 0.3
+    assert idle["tx_bytes_per_s"] < 0.2e6 and idle["utilization"] < 0.05
+    sats = [e for e in evs if e["type"] == "link_saturated"]
+    assert [e["peer_name"] for e in sats] == ["h1"], evs
+    by_name = {it["name"]: it for it in report["interfaces"]}
+    bridge = by_name[lab.bridge]
+    assert bridge["bridge"] is True
+    assert bridge["members"] == sorted([h1.bridge_port, h2.bridge_port, f"xt{tag}mb"])
+    carried = {lk["peer_address"]: name for name, it in by_name.items() for lk in it["links"]}
+    assert carried == {h1.addr: h1.bridge_port, h2.addr: h2.bridge_port}

@@ -64,6 +64,17 @@ def test_events_become_notifications(qtbot, app):
     assert app.sent[-1][0] == "Peer down: studio-2"
 
 
+def test_a_speed_drop_is_one_bubble_per_port(qtbot, app):
+    app.sent.clear()
+    ev = {"seq": 20, "type": "link_degraded", "node": "studio-1", "interface": "en4",
+          "local_label": "Thunderbolt 3", "from_mbit": 80000, "to_mbit": 40000,
+          "max_mbit": 80000, "link_id": None, "peer_id": None}
+    app._events([ev, {**ev, "seq": 21, "type": "link_restored", "to_mbit": 80000}])
+    assert [(t, key) for t, _body, key in app.sent] == [
+        ("Link slower than it can be: studio-1", "iface:en4"),
+        ("Link back to full speed: studio-1", "iface:en4")]
+
+
 def test_real_peer_down_reaches_the_notifier(qtbot, app, agents):
     a, b = agents
     # Up first (a probe answered), or there is no "down" to report: having b's snapshot

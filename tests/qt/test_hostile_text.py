@@ -148,8 +148,8 @@ def test_table_cells_and_tooltips_show_the_literal_text(window: MainWindow) -> N
     for col in ("Iface RX", "Iface TX"):
         tip = row[col].data(Qt.ItemDataRole.ToolTipRole)
         doc = rendered(tip)
-        assert doc.toPlainText() == (f"All traffic of the local interface {IFACE}, "
-                                     "not only this link's")
+        assert doc.toPlainText() == (f"Traffic shown is all traffic of the local interface "
+                                     f"{IFACE}, not only this link's.")
         assert doc.size().height() < 100
 
 

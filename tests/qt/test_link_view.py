@@ -284,3 +284,20 @@ def test_a_new_links_minute_fills_the_chart(details: LinkDetails, history: dict)
     (x0, x1), _ = details.latency_plot.getPlotItem().getViewBox().viewRange()
     span = history["t"][-1] - history["t"][0]
     assert span / (x1 - x0) > 0.5  # 31 s of data in a 1 min chart, not 10 min
+
+
+def test_a_bridged_link_names_its_cable_and_whose_traffic(details: LinkDetails,
+                                                          link: dict) -> None:
+    ifaces = {"bridge0": {"name": "bridge0", "label": "Thunderbolt Bridge",
+                          "kind": "thunderbolt", "members": ["en2", "en3"]},
+              "en3": {"name": "en3", "label": "Thunderbolt 2", "kind": "thunderbolt",
+                      "speed_mbit": 40000, "max_speed_mbit": 80000}}
+    bridged = {**link, "local_interface": "bridge0", "local_label": "Thunderbolt Bridge",
+               "member_interface": "en3", "capacity_source": "kind"}
+    details.set_link(bridged, "studio-1", ifaces)
+    assert details._interface.text() == \
+        "via Thunderbolt Bridge (bridge0) via Thunderbolt 2 (en3) · 40 Gb/s of 80 Gb/s"
+    assert details._note.text().startswith("Traffic shown is all traffic of en3, the cable")
+    assert "negotiated Thunderbolt rate" in details._subs["capacity"].text()
+    details.set_link({**bridged, "member_interface": None}, "studio-1", ifaces)
+    assert "total of bridge0" in details._note.text()

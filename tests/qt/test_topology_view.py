@@ -149,10 +149,10 @@ def test_no_badges_overlap(view: TopologyView) -> None:
 def test_tooltip_has_the_numbers(view: TopologyView) -> None:
     tip = view.edge_tooltip(SATURATED)
     for text in ("159 ms", "60.0 ms", "200 ms", "6.4 ms", "0 %", "141 kB/s", "6.3 MB/s",
-                 "50 Mbit/s", "override", "Virtual (xt1a)", "saturated"):
+                 "50 Mbit/s", "your setting", "Virtual (xt1a)", "saturated"):
         assert text in tip, text
     # the capacity in bytes/s like the rates, rounded, its link speed as a label of its own
-    assert "6.25 MB/s (50 Mbit/s), override" in tip
+    assert "6.25 MB/s (50 Mbit/s), your setting" in tip
 
 
 def test_tooltip_rounds_a_measured_capacity(qtbot: Any, view: TopologyView,

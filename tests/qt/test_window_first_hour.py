@@ -199,7 +199,7 @@ def test_capacity_column(window: MainWindow) -> None:
     assert "Capacity" in COLUMNS
     assert _cell(window, SAT, "Capacity") == "6.25 MB/s"
     assert _cell(window, SAT, "Capacity", Qt.ItemDataRole.ToolTipRole) == \
-        "50 Mbit/s (override)"
+        "50 Mbit/s (your setting)"
     assert _cell(window, PARALLEL, "Capacity") == "125 MB/s"
     window.table.sortByColumn(_col("Capacity"), Qt.SortOrder.DescendingOrder)
     caps = [_cell(window, lid, "Capacity") for lid in window.table.link_ids()]

@@ -113,7 +113,8 @@ def test_ring_size_default_span() -> None:
 
 
 def test_event_types() -> None:
-    assert EVENT_TYPES == ("peer_up", "peer_down", "link_saturated", "link_cleared")
+    assert EVENT_TYPES == ("peer_up", "peer_down", "link_saturated", "link_cleared",
+                           "link_degraded", "link_restored")
 
 
 @pytest.mark.parametrize(

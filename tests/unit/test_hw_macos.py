@@ -218,6 +218,10 @@ EXPECTED_IFCONFIG = {
     "ifconfig_m_en10_10G_at_1G_SYNTHETIC.txt": {
         "en10": ("active", "1000baseT", 1000, 10000, ()),
     },
+    # `ifconfig bridge0` with its "Address cache:" lines (tests/unit/test_hw_macos_bridge.py)
+    "ifconfig_bridge0_addrcache_SYNTHETIC.txt": {
+        "bridge0": ("active", None, None, None, ("en1", "en2", "en3", "en4", "en5")),
+    },
 }
 
 

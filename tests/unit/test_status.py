@@ -63,3 +63,35 @@ def test_no_links():
     lines = _status_lines(_cluster(nodes=[{"node": {"id": "a", "name": "x"}, "links": []}],
                                    peers=[]))
     assert lines[0] == "no links yet."
+
+
+def test_interface_lines_say_speed_capacity_members_and_carried_links():
+    from exotray.core.status import interface_lines
+
+    report = {"interfaces": [
+        {"name": "bridge0", "kind": "thunderbolt", "label": "Thunderbolt Bridge", "up": True,
+         "members": ["en2", "en3"], "bridge": True, "speed_mbit": 80000,
+         "max_speed_mbit": 120000, "speed_source": "system_profiler", "phy_rate": False,
+         "capacity_bytes_per_s": 1e10, "capacity_source": "kind", "links": []},
+        {"name": "en3", "kind": "thunderbolt", "label": "Thunderbolt 2", "up": True,
+         "members": [], "speed_mbit": 40000, "max_speed_mbit": 120000,
+         "speed_source": "system_profiler", "degraded_at_mbit": 40000,
+         "capacity_bytes_per_s": 5e9, "capacity_source": "measured",
+         "capacity_measured_at": "2026-12-01T04:00:00.000Z", "rx_bytes_per_s": 1.5e9,
+         "links": [{"peer": "studio-2", "peer_address": "169.254.3.2",
+                    "local_interface": "bridge0", "member_interface": "en3"}]},
+        {"name": "en0", "kind": "wifi", "label": "Wi-Fi", "up": False, "members": [],
+         "speed_mbit": 866.0, "phy_rate": True, "speed_source": "corewlan",
+         "capacity_bytes_per_s": None, "capacity_source": "unknown", "links": []},
+    ]}
+    lines = interface_lines(report)
+    assert lines[0].split() == ["NAME", "KIND", "LABEL", "UP", "SPEED", "CAPACITY", "RX", "TX"]
+    assert "80 Gb/s of 120 Gb/s" in lines[1] and "80 Gbit/s (kind)" in lines[1]
+    assert "40 Gb/s of 120 Gb/s" in lines[2] and "(measured)" in lines[2]
+    assert "866 Mb/s (PHY)" in lines[3] and "down" in lines[3] and "unknown" in lines[3]
+    notes = lines[lines.index("") + 1:]
+    assert "bridge0: bridge of en2, en3" in notes
+    assert "en3: degraded, at 40 Gb/s of 120 Gb/s" in notes
+    assert ("en3: the link to studio-2 (169.254.3.2) counts traffic on its member of "
+            "bridge0") in notes
+    assert "en0: speed from corewlan" in notes

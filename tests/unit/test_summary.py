@@ -83,6 +83,20 @@ def test_notification_text_names_both_nodes_interface_utilization_and_rate():
     assert notification({"type": "something_else"}, "x") is None
 
 
+def test_speed_events_say_the_port_its_speed_and_its_maximum():
+    ev = {"type": "link_degraded", "node": "studio-2", "interface": "en4",
+          "local_label": "Thunderbolt 3", "from_mbit": 80000, "to_mbit": 40000,
+          "max_mbit": 80000}
+    assert notification(ev, "studio-1") == ("Link slower than it can be: studio-2",
+                                             "studio-2: Thunderbolt 3 (en4) at 40 Gb/s of 80 Gb/s")
+    no_max = {**ev, "interface": "eth0", "local_label": "Ethernet", "from_mbit": 10000,
+              "to_mbit": 1000, "max_mbit": None}
+    assert notification(no_max, "gpu-1")[1] == "studio-2: Ethernet (eth0) at 1 Gb/s, was 10 Gb/s"
+    back = {**ev, "type": "link_restored", "from_mbit": 40000, "to_mbit": 80000}
+    assert notification(back, "studio-1") == ("Link back to full speed: studio-2",
+                                              "studio-2: Thunderbolt 3 (en4) at 80 Gb/s")
+
+
 ALONE = {"self": "x", "nodes": [{"node": {}, "links": []}]}
 
 

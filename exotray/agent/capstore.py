@@ -1,0 +1,114 @@
+"""Measured capacities that outlive the agent: `capacity.json` in the state dir.
+
+One record per interface (a bridge member is an interface of its own):
+``{"en3": {"mbit": 23000.0, "at": 1764720000.0, "speed_mbit": 40000.0}}`` — what the
+capacity test measured through it, when (Unix time), and the interface's negotiated speed
+then. A measurement stays valid until that speed changes (a new cable, a port that
+renegotiated): then it describes another link and is dropped, saying so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from exotray.core import paths
+
+log = logging.getLogger(__name__)
+
+FILE = "capacity.json"
+
+
+@dataclass(frozen=True)
+class Measured:
+    mbit: float
+    at: float  # Unix time
+    speed_mbit: float | None  # the negotiated speed when it was measured
+
+
+def _number(x: object) -> float | None:
+    ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+    return float(x) if ok else None
+
+
+class CapacityStore:
+    def __init__(self, state_dir: Path | None) -> None:
+        self.path = state_dir / FILE if state_dir is not None else None
+        self.items: dict[str, Measured] = self._load()
+        #: one writer thread, so saves land in order and the loop never waits on fsync
+        self._writer: ThreadPoolExecutor | None = None
+
+    def _load(self) -> dict[str, Measured]:
+        if self.path is None or not self.path.exists():
+            return {}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as e:
+            log.warning("ignoring measured capacities in %s: %s", self.path, e)
+            return {}
+        out, bad = {}, []
+        for name, rec in data.items():
+            rec = rec if isinstance(rec, dict) else {}
+            mbit, at = _number(rec.get("mbit")), _number(rec.get("at"))
+            if isinstance(name, str) and mbit and at:
+                out[name] = Measured(mbit, at, _number(rec.get("speed_mbit")))
+            else:
+                bad.append(str(name)[:32])
+        if bad:
+            log.warning("ignoring malformed measured capacities in %s: %s", self.path,
+                        ", ".join(bad))
+        return out
+
+    def put(self, name: str, mbit: float, at: float, speed_mbit: float | None) -> None:
+        self.items[name] = Measured(mbit, at, speed_mbit)
+        self._save()
+
+    def valid(self, name: str, speed_mbit: float | None) -> Measured | None:
+        """The measurement of `name`, unless the interface has since negotiated another
+        speed (then it is dropped, with one log line)."""
+        m = self.items.get(name)
+        if m is None:
+            return None
+        if speed_mbit and m.speed_mbit and abs(speed_mbit - m.speed_mbit) > 0.5:
+            log.info("measured capacity of %s (%.0f Mbit/s) dropped: it was measured at a "
+                     "link speed of %.0f Mbit/s, now %.0f", name, m.mbit, m.speed_mbit,
+                     speed_mbit)
+            del self.items[name]
+            self._save()
+            return None
+        return m
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        data = {n: {"mbit": m.mbit, "at": m.at, "speed_mbit": m.speed_mbit}
+                for n, m in sorted(self.items.items())}
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            self._write(data)  # no loop (a test, a tool): write now
+            return
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="capstore")
+        self._writer.submit(self._write, data)
+
+    def flush(self) -> None:
+        """Wait for the writes handed to the writer thread (the agent's stop)."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
+
+    def _write(self, data: dict) -> None:
+        assert self.path is not None
+        try:
+            paths.write_atomically(self.path, json.dumps(data, indent=1).encode(), mode=0o644)
+        except OSError as e:
+            log.warning("cannot keep the measured capacity in %s: %s", self.path,
+                        e.strerror or e)

@@ -1,0 +1,102 @@
+"""What a link's numbers rest on, in words, for the window, the table and the tooltips:
+which interface (and which bridge member) carries it, whose traffic is shown, and where
+its capacity came from. Pure functions of a link and its node's interfaces (the node's
+snapshot's "interfaces", by name); no Qt."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from exotray.core import fmt
+
+Ifaces = dict[str, dict[str, Any]]
+
+
+def node_interfaces(node: dict[str, Any]) -> Ifaces:
+    return {i.get("name"): i for i in node.get("interfaces") or [] if isinstance(i, dict)}
+
+
+def _named(name: str | None, label: str | None) -> str:
+    if not name:
+        return label or "?"
+    return f"{label} ({name})" if label and label != name else name
+
+
+def via(link: dict[str, Any], ifaces: Ifaces) -> str:
+    """"Thunderbolt Bridge (bridge0) via Thunderbolt 2 (en3)", or "Ethernet (eth0)"."""
+    name = link.get("local_interface")
+    text = _named(name, link.get("local_label"))
+    member = link.get("member_interface")
+    if member:
+        text += f" via {_named(member, (ifaces.get(member) or {}).get('label'))}"
+    return text
+
+
+def speed(link: dict[str, Any], ifaces: Ifaces) -> str | None:
+    """The carrying port's negotiated speed, "40 Gb/s of 80 Gb/s" (or "866 Mb/s PHY rate"
+    for Wi-Fi), None when the node does not say."""
+    carrier = ifaces.get(link.get("member_interface") or link.get("local_interface") or "")
+    if not carrier or not carrier.get("speed_mbit"):
+        return None
+    text = fmt.mbit(carrier["speed_mbit"])
+    top = carrier.get("max_speed_mbit")
+    if top and top > carrier["speed_mbit"]:
+        text += f" of {fmt.mbit(top)}"
+    if carrier.get("kind") == "wifi":
+        text += " PHY rate"
+    return text
+
+
+def traffic_note(link: dict[str, Any], ifaces: Ifaces) -> str:
+    """Whose traffic a link's rates are: its interface's (or cable's), never only its own."""
+    name = link.get("local_interface") or "?"
+    member = link.get("member_interface")
+    if member:
+        return (f"Traffic shown is all traffic of {member}, the cable of the bridge {name} "
+                "that reaches this peer, not only this link's.")
+    if (ifaces.get(name) or {}).get("members"):
+        return (f"Traffic shown is the total of {name} (all its member ports): which of "
+                "them this peer is reached through is not known, so no utilization.")
+    return f"Traffic shown is all traffic of the local interface {name}, not only this link's."
+
+
+def ago(stamp: str | None, now: Callable[[], float] = time.time) -> str | None:
+    """"2 d ago" for an ISO-8601 time, None when there is none or it is unreadable."""
+    if not stamp:
+        return None
+    try:
+        then = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+    s = max(0.0, now() - then)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if s >= size:
+            return f"{s // size:.0f} {unit} ago"
+    return "just now"
+
+
+def capacity_words(link: dict[str, Any], ifaces: Ifaces,
+                   now: Callable[[], float] = time.time) -> str:
+    """Where the capacity came from: "your setting", "measured 2 d ago", "Wi-Fi PHY rate
+    (real throughput is well below it)", "negotiated Thunderbolt rate"…"""
+    source = link.get("capacity_source") or "unknown"
+    carrier = ifaces.get(link.get("member_interface") or link.get("local_interface") or "")
+    carrier = carrier or {}
+    if source == "override":
+        return "your setting"
+    if source == "measured":
+        when = ago(carrier.get("capacity_measured_at"), now)
+        return f"measured {when}" if when else "measured"
+    if source == "nic":
+        return "reported by the interface"
+    if source == "kind":
+        kind = carrier.get("kind")
+        if kind == "wifi":
+            return "Wi-Fi PHY rate (real throughput is well below it)"
+        if kind == "thunderbolt":
+            return "negotiated Thunderbolt rate"
+        return "from the interface type"
+    return "unknown"
