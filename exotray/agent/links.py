@@ -14,7 +14,7 @@ from typing import Protocol
 from exotray.agent import onlink
 from exotray.core.capacity import Capacity
 from exotray.core.history import LINK_COLUMNS, Ring, ring_size
-from exotray.core.queueing import QueueReading, QueueTracker
+from exotray.core.queueing import QueueParams, QueueReading, QueueTracker
 from exotray.core.saturation import SaturationDetector, SaturationParams, Transition
 from exotray.core.settings import Settings
 from exotray.core.stats import Rate, RttWindow
@@ -77,6 +77,12 @@ def rtt_window_s(interval: float) -> float:
     return max(10.0, 10 * interval)
 
 
+def queue_params(interval: float) -> QueueParams:
+    """The queueing delay is the median of the last 2 s, or of 2 intervals when they are
+    longer (so that a slower probing still has its 8 probes in the window)."""
+    return QueueParams(recent_s=max(2.0, 2 * interval))
+
+
 def new_link(node_id: str, peer: PeerRef, target: Target, interval: float,
              params: SaturationParams) -> Link:
     return Link(
@@ -86,6 +92,7 @@ def new_link(node_id: str, peer: PeerRef, target: Target, interval: float,
         rtt=RttWindow(window_s=rtt_window_s(interval)),
         detector=SaturationDetector(params),
         history=Ring(LINK_COLUMNS, ring_size(interval)),
+        queue=QueueTracker(queue_params(interval)),
     )
 
 
@@ -96,6 +103,7 @@ def retune(link: Link, interval: float | None, params: SaturationParams) -> None
     if interval is not None:
         link.history.resize(ring_size(interval))
         link.rtt.window_s = rtt_window_s(interval)
+        link.queue.params = queue_params(interval)
 
 
 def watch_path(link: Link, now: float, carrying: bool) -> None:

@@ -337,3 +337,11 @@ def test_events_carry_cause_queueing_delay_and_baseline():
     _, _, f2 = linkstats.saturation_event(link2, trs[0], 0.0, t, BUSY,
                                           Capacity(6.4e6, "override"), 0.97, node="a", label="b")
     assert f2["cause"] == "utilization" and f2["queue_delay_ms"] > 100
+
+
+def test_a_slower_interval_widens_the_recent_window():
+    link = linkstats.new_link("node-a", FakePeer(), ("10.213.130.2", 52480), 5.0,
+                              SaturationParams())
+    assert link.queue.params.recent_s == 10.0
+    linkstats.retune(link, 0.5, SaturationParams())
+    assert link.queue.params.recent_s == 2.0
