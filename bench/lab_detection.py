@@ -17,11 +17,23 @@ What it measures (root, iperf3; network namespaces, see bench/README.md)
       counting link_saturated events; the link's utilization is read once a second from
       /v1/snapshot. `--idle-minutes 10` is the explicit opt-in for a 10-minute run.
 
+    With --queueing (issue 13): saturation by queueing delay, with NO --capacity (the
+    lab's veths claim 10 Gbit/s, like a fast local NIC in front of a slower hop), cooldown 0:
+    * deep buffer (tbf latency 200ms) and shallow buffer (latency 5ms), --reps each:
+      onset -> link_saturated (its cause and queueing delay) and end -> link_cleared;
+    * --idle-minutes of bursty UDP averaging 60 %% of the tbf rate (iperf3 -u -b 40M,
+      3 s on / 1 s off: bursts at 80 %%), counting link_saturated events;
+    * --cpu-minutes of an idle link with both hosts' CPUs busy (two bounded Python busy
+      loops per host: the machine has 2 cores), counting link_saturated events;
+    * capacity known (`--capacity <veth>=50`), deep buffer, --reps: which cause fired.
+
     It measures and prints; it asserts nothing.
 
 How to run (as root, from the repository root, with exotray installed in the venv)
     flock /tmp/exotray-bench.lock .venv/bin/python bench/lab_detection.py
     flock /tmp/exotray-bench.lock .venv/bin/python bench/lab_detection.py --reps 20 --idle-minutes 10
+    flock /tmp/exotray-bench.lock .venv/bin/python bench/lab_detection.py --queueing \
+        --idle-minutes 10 --cpu-minutes 10      # ~30 min
 
 Output: Markdown on stdout, bench/results/lab_detection.json.
 Runtime with the defaults: about 10 x 16 s + 60 s + ~10 s setup, i.e. ~4 min.
@@ -183,19 +195,44 @@ def main(argv: list[str] | None = None) -> int:
                     help="UDP noise rate in Mbit/s during bursts (30 = 60 %% of 50)")
     ap.add_argument("--burst-on", type=int, default=5, help="seconds per noise burst (5)")
     ap.add_argument("--burst-off", type=int, default=3, help="seconds between bursts (3)")
-    ap.add_argument("--name", default="lab_detection", help="results file name")
+    ap.add_argument("--name", default=None, help="results file name")
+    ap.add_argument("--queueing", action="store_true",
+                    help="saturation by queueing delay, no --capacity (issue 13)")
+    ap.add_argument("--cpu-minutes", type=float, default=1.0,
+                    help="--queueing: idle link with busy CPUs, minutes (1; 0 = skip)")
+    ap.add_argument("--capacity-reps", type=int, default=5,
+                    help="--queueing: repetitions with the capacity known (5; 0 = skip)")
+    ap.add_argument("--from-json", default=None,
+                    help="--queueing: print the report of a saved results file, run nothing")
     args = ap.parse_args(argv)
+    args.name = args.name or ("lab_detection_queueing" if args.queueing else "lab_detection")
     if args.reps < 1 or args.seconds < 1 or args.idle_minutes <= 0 or args.idle_minutes > 60:
         ap.error("--reps, --seconds >= 1; --idle-minutes in (0, 60]")
-    require_lab("lab_detection")
+    if not args.from_json:
+        require_lab("lab_detection")
 
     info = lab_machine_info()
+    def fmt(v: float | None, nd: int = 2) -> str:
+        return "–" if v is None else f"{v:.{nd}f}"
+
+    if args.queueing:
+        import _lab_queueing
+
+        if args.from_json:  # print the report of an earlier run again
+            saved = json.loads(Path(args.from_json).read_text())
+            _lab_queueing.report(argparse.Namespace(**saved["params"]), saved, md_table, fmt)
+            return 0
+        with tempfile.TemporaryDirectory(prefix="exotray-labbench-") as d:
+            res = _lab_queueing.run(args, Path(d))
+        print(machine_line(info) + f", {info.get('iperf3')}\n")
+        _lab_queueing.report(args, res, md_table, fmt)
+        path = write_json(args.name, {"benchmark": "lab_detection --queueing",
+                                      "machine": info, "params": vars(args), **res})
+        print(f"\nJSON: {path}", file=sys.stderr)
+        return 0
     with tempfile.TemporaryDirectory(prefix="exotray-labbench-") as d:
         res = run(args, Path(d))
     reps, noise = res["reps"], res["noise"]
-
-    def fmt(v: float | None, nd: int = 2) -> str:
-        return "–" if v is None else f"{v:.{nd}f}"
 
     rows = []
     for label, key in (

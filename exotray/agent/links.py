@@ -14,6 +14,7 @@ from typing import Protocol
 from exotray.agent import onlink
 from exotray.core.capacity import Capacity
 from exotray.core.history import LINK_COLUMNS, Ring, ring_size
+from exotray.core.queueing import QueueParams, QueueReading, QueueTracker
 from exotray.core.saturation import SaturationDetector, SaturationParams, Transition
 from exotray.core.settings import Settings
 from exotray.core.stats import Rate, RttWindow
@@ -49,6 +50,11 @@ class Link:
     route_checked: float = -1e9
     #: on-link attribution and the interface probes leave through (onlink.py)
     path: onlink.Path = field(default_factory=onlink.Path)
+    #: baseline RTT and queueing delay (core/queueing.py)
+    queue: QueueTracker = field(default_factory=QueueTracker)
+    #: what the baseline was learned on: (local interface, peer id)
+    learned_on: tuple | None = None
+    was_up: bool | None = None
 
     @property
     def state(self) -> str:
@@ -71,6 +77,12 @@ def rtt_window_s(interval: float) -> float:
     return max(10.0, 10 * interval)
 
 
+def queue_params(interval: float) -> QueueParams:
+    """The queueing delay is the median of the last 2 s, or of 2 intervals when they are
+    longer (so that a slower probing still has its 8 probes in the window)."""
+    return QueueParams(recent_s=max(2.0, 2 * interval))
+
+
 def new_link(node_id: str, peer: PeerRef, target: Target, interval: float,
              params: SaturationParams) -> Link:
     return Link(
@@ -80,6 +92,7 @@ def new_link(node_id: str, peer: PeerRef, target: Target, interval: float,
         rtt=RttWindow(window_s=rtt_window_s(interval)),
         detector=SaturationDetector(params),
         history=Ring(LINK_COLUMNS, ring_size(interval)),
+        queue=QueueTracker(queue_params(interval)),
     )
 
 
@@ -90,19 +103,44 @@ def retune(link: Link, interval: float | None, params: SaturationParams) -> None
     if interval is not None:
         link.history.resize(ring_size(interval))
         link.rtt.window_s = rtt_window_s(interval)
+        link.queue.params = queue_params(interval)
+
+
+def watch_path(link: Link, now: float, carrying: bool) -> None:
+    """Learn the baseline again when the path changed: another local interface (a
+    route change, an on-link search that settled elsewhere), a peer answering with
+    another id, a link back from down (a restarted peer, a re-plugged cable), or an idle
+    RTT that stayed higher (core/queueing.py)."""
+    key = (link.local_interface, link.peer.id)
+    old = link.learned_on or (None, None)
+    # (a part seen for the first time, e.g. the peer's id once known, is no change)
+    if any(o is not None and o != k for o, k in zip(old, key, strict=True)):
+        link.queue.relearn("path changed")
+    elif link.up and link.was_up is False:
+        link.queue.relearn("link back up")
+    link.learned_on = key
+    if link.up or link.was_up is not None:  # None until it was first up
+        link.was_up = link.up
+    link.queue.observe(now, carrying)
 
 
 def detect(link: Link, now: float, rate: Rate | None, util: float | None) -> Transition | None:
     """Feed the detector one reading; the change to report, if any."""
     if rate is None:
         return None
-    change = link.detector.update(now, rate.dt, util if link.up else None)
+    bytes_per_s = max(rate.rx_bytes_per_s, rate.tx_bytes_per_s)
+    q = link.queue
+    watch_path(link, now, bytes_per_s >= q.params.carrying_bytes_per_s)
+    judged = q.judge(q.reading(now), bytes_per_s if link.up else None)
+    change = link.detector.update(now, rate.dt, util if link.up else None,
+                                  queue_high=judged.high, queue_low=judged.low)
     return change if change is not None and change.notify else None
 
 
 def history_row(link: Link, now: float, t: float, rate: Rate | None,
                 util: float | None) -> None:
     s = link.rtt.summary(now)
+    q = queue_reading(link, now)
     link.history.append(
         (
             t,
@@ -113,14 +151,17 @@ def history_row(link: Link, now: float, t: float, rate: Rate | None,
             r(rate.tx_bytes_per_s, 1) if rate else None,
             r(util),
             link.state,
+            r(q.baseline_ms),
+            r(q.queue_delay_ms),
         )
     )
 
 
-def saturation_event(link: Link, change: Transition, t: float, rate: Rate,
+def saturation_event(link: Link, change: Transition, t: float, now: float, rate: Rate,
                      capacity: Capacity, util: float | None, *, node: str,
                      label: str | None) -> tuple[str, float, dict]:
     """(type, at, fields) of the event that reports `change` on `link`."""
+    q = queue_reading(link, now)
     return ("link_saturated" if change.saturated else "link_cleared", t, dict(
         link_id=link.id,
         peer_id=link.peer.id,
@@ -132,4 +173,15 @@ def saturation_event(link: Link, change: Transition, t: float, rate: Rate,
         rx_bytes_per_s=r(rate.rx_bytes_per_s, 1),
         tx_bytes_per_s=r(rate.tx_bytes_per_s, 1),
         capacity_bytes_per_s=capacity.bytes_per_s,
+        cause=change.cause,
+        queue_delay_ms=r(q.queue_delay_ms, 2),
+        rtt_baseline_ms=r(q.baseline_ms),
     ))
+
+
+def queue_reading(link: Link, now: float) -> QueueReading:
+    """The link's baseline and queueing delay now; both unknown while it is down."""
+    rd = link.queue.reading(now)
+    if not link.up:
+        return QueueReading(rd.baseline_ms, None, None, rd.replies, rd.lost, "down")
+    return rd

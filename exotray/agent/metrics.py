@@ -75,6 +75,12 @@ class AgentCollector(Collector):
         util = GaugeMetricFamily("exotray_link_utilization_ratio",
                                  "max(rx, tx) / capacity of the carrying interface",
                                  labels=LINK_LABELS)
+        base = GaugeMetricFamily("exotray_link_rtt_baseline_seconds",
+                                 "The path's idle RTT (low percentile over 10 minutes)",
+                                 labels=LINK_LABELS)
+        queue = GaugeMetricFamily("exotray_link_queue_delay_seconds",
+                                  "Recent median RTT above the baseline (absent when unknown)",
+                                  labels=LINK_LABELS)
         now = a.clock()
         for link in a.links.values():
             d = a.link_dict(link, now)
@@ -94,8 +100,11 @@ class AgentCollector(Collector):
             sat.add_metric(labels, 1.0 if d["state"] == "saturated" else 0.0)
             if d["utilization"] is not None:
                 util.add_metric(labels, d["utilization"])
+            for family, key in ((base, "rtt_baseline_ms"), (queue, "queue_delay_ms")):
+                if d[key] is not None:
+                    family.add_metric(labels, d[key] / 1000.0)
         yield from rtt.values()
-        yield from (jitter, loss, up, sat, util)
+        yield from (jitter, loss, up, sat, util, base, queue)
 
         iface_labels = ["node", "interface", "kind"]
         rx = CounterMetricFamily("exotray_interface_receive_bytes",

@@ -88,6 +88,7 @@ class Prober:
         if link is None:
             return
         link.rtt.reply(sent_at, rtt_ms)
+        link.queue.reply(sent_at, rtt_ms)
         pinned = link.path.replied(sent_at)
         if pinned is not None:
             link.local_interface = pinned
@@ -99,6 +100,7 @@ class Prober:
         link = self.table.links.get(target)
         if link is not None:
             link.rtt.lost(sent_at)
+            link.queue.lost(sent_at)
 
     # -- paths -------------------------------------------------------------------------
     def route(self, link: Link, now: float, recheck: bool = False) -> None:

@@ -184,7 +184,7 @@ class Agent:
         change = linkstats.detect(link, self.clock(), rate, util)
         if change is not None:
             type_, at, fields = linkstats.saturation_event(
-                link, change, t, rate, capacity, util, node=self.settings.name,
+                link, change, t, self.clock(), rate, capacity, util, node=self.settings.name,
                 label=self.monitor.label(link.local_interface))
             self.events.emit(type_, at, **fields)
 

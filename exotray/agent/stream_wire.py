@@ -55,7 +55,7 @@ class FrameError(ValueError):
 # -- display resolution ------------------------------------------------------------------
 _RATES = frozenset({"rx_bytes_per_s", "tx_bytes_per_s", "capacity_bytes_per_s"})
 _MS = frozenset({"rtt_ms", "rtt_min_ms", "rtt_max_ms", "rtt_p90_ms", "rtt_last_ms",
-                 "jitter_ms"})
+                 "jitter_ms", "rtt_baseline_ms", "queue_delay_ms"})
 
 
 def quantize(field: str, v: Any) -> Any:

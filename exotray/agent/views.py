@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from exotray import PROTO, __version__
-from exotray.agent.links import Link, r
+from exotray.agent.links import Link, queue_reading, r
 from exotray.agent.monitor import IfaceState, InterfaceMonitor
 from exotray.agent.peers import Peer
 from exotray.core import health
@@ -32,6 +32,7 @@ MAX_MEMBERS = 32
 def link_dict(link: Link, now: float, monitor: InterfaceMonitor,
               exo: ExoWatch | None = None) -> dict[str, Any]:
     s = link.rtt.summary(now)
+    q = queue_reading(link, now)
     rate, capacity, util = monitor.numbers(link.local_interface, link.target[0])
     insts = exo.for_link(link.target[0], link.local_interface) if exo else []
     rdma, (rdma_rx, rdma_tx) = (exo.rdma_for(link.local_interface, insts) if exo
@@ -57,6 +58,8 @@ def link_dict(link: Link, now: float, monitor: InterfaceMonitor,
         "rtt_last_ms": r(s.last_ms),
         "jitter_ms": r(s.jitter_ms),
         "loss": r(s.loss),
+        "rtt_baseline_ms": r(q.baseline_ms),
+        "queue_delay_ms": r(q.queue_delay_ms),
         "rx_bytes_per_s": r(rx, 1),
         "tx_bytes_per_s": r(tx, 1),
         "capacity_bytes_per_s": capacity.bytes_per_s,

@@ -16,6 +16,8 @@ LINK_COLUMNS = (
     "tx_bytes_per_s",
     "utilization",
     "state",
+    "rtt_baseline_ms",
+    "queue_delay_ms",
 )
 #: columns of /v1/history?interface=NAME
 IFACE_COLUMNS = ("t", "rx_bytes_per_s", "tx_bytes_per_s")

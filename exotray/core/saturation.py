@@ -7,6 +7,14 @@ stands for the interval that ends at its time (`at - dt` .. `at`), so three 1-se
 samples cover 3 seconds. Unknown utilization never raises saturation and counts as
 "not high" (a saturated link whose capacity becomes unknown clears after `clear`).
 
+A second cause, queueing (core/queueing.py), is passed in as two flags: `queue_high`
+(the queueing delay is high while the interface carries traffic) and `queue_low` (it is
+low, unknown, or the interface is idle). The link is saturated when utilization OR
+queueing has been high over `sustain` seconds, and clears when both have been low over
+`clear` seconds. The raise's `cause` is the one whose current run of high samples
+started first (utilization on a tie): the first to fire wins; the clear carries the
+cause of the raise it ends.
+
 One event is produced each way. A raise within `cooldown` seconds of the previous
 raise *event* is not notified (the state still says saturated), and neither is the
 clear that ends it, so a flapping link notifies once per cooldown, in pairs.
@@ -38,6 +46,8 @@ class Transition:
     notify: bool
     at: float
     utilization: float | None
+    #: "utilization" | "queueing": what raised the saturation this transition starts or ends
+    cause: str | None = None
 
 
 @dataclass
@@ -47,11 +57,21 @@ class SaturationDetector:
     _since: float | None = None  # start of the run of samples pointing the other way
     _last_raise_event: float | None = None
     _raise_notified: bool = False
+    #: what raised the current saturation (None while not saturated)
+    cause: str | None = None
+    _util_since: float | None = None  # start of the current run of high utilization
+    _queue_since: float | None = None  # start of the current run of high queueing delay
 
-    def update(self, at: float, dt: float, util: float | None) -> Transition | None:
+    def update(self, at: float, dt: float, util: float | None, queue_high: bool = False,
+               queue_low: bool = True) -> Transition | None:
         p = self.params
+        util_high = util is not None and util >= p.threshold
+        self._util_since = (self._util_since if self._util_since is not None else at - dt
+                            ) if util_high else None
+        self._queue_since = (self._queue_since if self._queue_since is not None else at - dt
+                             ) if queue_high else None
         if not self.saturated:
-            high = util is not None and util >= p.threshold
+            high = util_high or queue_high
             if not high:
                 self._since = None
                 return None
@@ -66,9 +86,12 @@ class SaturationDetector:
                 if notify:
                     self._last_raise_event = at
                 self._raise_notified = notify
-                return Transition(True, notify, at, util)
+                u, q = self._util_since, self._queue_since
+                self.cause = ("utilization" if u is not None and (q is None or u <= q)
+                              else "queueing")
+                return Transition(True, notify, at, util, self.cause)
             return None
-        low = util is None or util < p.threshold - p.hysteresis
+        low = (util is None or util < p.threshold - p.hysteresis) and queue_low
         if not low:
             self._since = None
             return None
@@ -77,5 +100,6 @@ class SaturationDetector:
         if at - self._since + _SLACK * dt >= p.clear_s:
             self.saturated = False
             self._since = None
-            return Transition(False, self._raise_notified, at, util)
+            cause, self.cause = self.cause, None
+            return Transition(False, self._raise_notified, at, util, cause)
         return None

@@ -149,6 +149,10 @@ class Link(_Model):
     rtt_last_ms: Ms | None = None
     jitter_ms: Ms | None
     loss: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None
+    #: the path's idle RTT and the median of the last seconds above it (core/queueing.py);
+    #: optional so that snapshots of agents from before issue 13 still validate
+    rtt_baseline_ms: Ms | None = None
+    queue_delay_ms: Ms | None = None
     rx_bytes_per_s: Rate | None
     tx_bytes_per_s: Rate | None
     capacity_bytes_per_s: Rate | None

@@ -3,7 +3,7 @@ may be missing, in plain words. Pure functions over the /v1/cluster dict."""
 
 from __future__ import annotations
 
-from exotray.core import fmt
+from exotray.core import fmt, queueing
 
 
 def status_lines(cluster: dict) -> list[str]:
@@ -23,7 +23,8 @@ def status_lines(cluster: dict) -> list[str]:
                 fmt.rate(lk.get("rx_bytes_per_s")),
                 fmt.rate(lk.get("tx_bytes_per_s")),
                 fmt.percent(lk.get("utilization")),
-                lk["state"],
+                # "saturated (+170 ms queueing)" when the queueing delay matters
+                " ".join([lk["state"], *[f"({n})" for n in [queueing.note(lk)] if n]]),
             ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]

@@ -44,6 +44,8 @@ NUMBER_ROWS: Final = (
     ("rtt_min_ms", "RTT min"),
     ("rtt_max_ms", "RTT max"),
     ("rtt_p90_ms", "RTT p90"),
+    ("rtt_baseline_ms", "Idle RTT"),
+    ("queue_delay_ms", "Queueing"),
     ("jitter_ms", "Jitter"),
     ("loss", "Loss"),
     ("rx_bytes_per_s", "rx"),
@@ -155,12 +157,17 @@ class LinkDetails(QWidget):
             self._rtt_min, self._rtt_max, brush=pg.mkBrush(theme.with_alpha(theme.RTT_BAND, 0.45))
         )
         self._rtt = pg.PlotCurveItem(pen=pg.mkPen(theme.RTT_MEDIAN, width=2))
-        for z, item in ((0, self._band), (1, self._rtt_min), (1, self._rtt_max), (2, self._rtt)):
+        # the path's idle RTT: the median's distance above it is the queueing delay
+        self._baseline = pg.PlotCurveItem(
+            pen=pg.mkPen(theme.RTT_BASELINE, width=1.5, style=Qt.PenStyle.DashLine))
+        for z, item in ((0, self._band), (1, self._rtt_min), (1, self._rtt_max), (2, self._rtt),
+                        (3, self._baseline)):
             item.setZValue(z)
             lat.addItem(item)
         # legends live in the titles, where they cannot cover a curve or a line label
         lat.setTitle(_title("Latency", [("line", theme.RTT_MEDIAN, "median"),
-                                        ("box", theme.RTT_BAND, "min – max")]))
+                                        ("box", theme.RTT_BAND, "min – max"),
+                                        ("line", theme.RTT_BASELINE, "idle baseline")]))
 
         self._rx = pg.PlotCurveItem(pen=pg.mkPen(theme.RX, width=1.8))
         self._tx = pg.PlotCurveItem(pen=pg.mkPen(theme.TX, width=1.8))
@@ -200,7 +207,7 @@ class LinkDetails(QWidget):
         self._subs: dict[str, QLabel] = {}
         row = 0
         for key, caption in NUMBER_ROWS:
-            if key in ("jitter_ms", "rx_bytes_per_s", "utilization"):
+            if key in ("rtt_baseline_ms", "jitter_ms", "rx_bytes_per_s", "utilization"):
                 grid.addWidget(_rule(), row, 0, 1, 2)
                 row += 1
             cap = _plain(QLabel(caption))
@@ -287,8 +294,11 @@ class LinkDetails(QWidget):
             f"color: white; background: {theme.state_color(state)};"
             " border-radius: 8px; padding: 1px 8px; font-weight: 600;"
         )
-        for key in ("rtt_ms", "rtt_min_ms", "rtt_max_ms", "rtt_p90_ms", "jitter_ms"):
+        for key in ("rtt_ms", "rtt_min_ms", "rtt_max_ms", "rtt_p90_ms", "rtt_baseline_ms",
+                    "jitter_ms"):
             self._values[key].setText(fmt.ms(link.get(key)))
+        qd = link.get("queue_delay_ms")
+        self._values["queue_delay_ms"].setText(fmt.DASH if qd is None else f"+{fmt.ms(qd)}")
         self._values["loss"].setText(fmt.percent(link.get("loss")))
         self._values["rx_bytes_per_s"].setText(fmt.rate(link.get("rx_bytes_per_s")))
         self._values["tx_bytes_per_s"].setText(fmt.rate(link.get("tx_bytes_per_s")))
@@ -403,7 +413,7 @@ class LinkDetails(QWidget):
     def curves(self) -> dict[str, pg.PlotCurveItem]:
         return {
             "rtt": self._rtt, "rtt_min": self._rtt_min, "rtt_max": self._rtt_max,
-            "rx": self._rx, "tx": self._tx,
+            "rtt_baseline": self._baseline, "rx": self._rx, "tx": self._tx,
         }
 
     def band(self) -> pg.FillBetweenItem:
@@ -461,6 +471,7 @@ class LinkDetails(QWidget):
         self._rtt.setData(t, c["rtt_ms"], connect="finite")
         self._rtt_min.setData(t, lo, connect="finite")
         self._rtt_max.setData(t, hi, connect="finite")
+        self._baseline.setData(t, c["rtt_baseline_ms"], connect="finite")
         self._rx.setData(t, c["rx_bytes_per_s"], connect="finite")
         self._tx.setData(t, c["tx_bytes_per_s"], connect="finite")
 

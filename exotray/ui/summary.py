@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from exotray.core import fmt
+from exotray.core import fmt, queueing
 
 HEALTH = ("ok", "alone", "warning", "alert", "offline")
 
@@ -47,7 +47,9 @@ def _busiest(links: list[dict[str, Any]]) -> dict[str, Any]:
         up = lk["state"] != "down"
         util = lk.get("utilization")
         rate = max(lk.get("rx_bytes_per_s") or 0, lk.get("tx_bytes_per_s") or 0)
-        return (up, util if util is not None else -1, rate)
+        # a saturated link first: with its capacity unknown (saturated by queueing) it
+        # has no utilization to rank by, and it is the line the user must see
+        return (up, lk["state"] == "saturated", util if util is not None else -1, rate)
 
     return max(links, key=load)
 
@@ -79,6 +81,8 @@ def peer_lines(cluster: dict[str, Any] | None) -> list[PeerLine]:
                                                           is not None else None)]
             if lk.get("utilization") is not None:
                 parts.append(fmt.percent(lk["utilization"]))
+            if (q := queueing.note(lk)) is not None:
+                parts.append(q)
             if lk["state"] == "saturated":
                 parts.append("saturated")
             text = " · ".join(parts)
@@ -166,11 +170,20 @@ def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | Non
         util = fmt.percent(event.get("utilization"))
         cap = event.get("capacity_bytes_per_s")
         of = f" of {fmt.capacity_rate(cap)}" if cap else ""  # one unit system per sentence
-        if kind == "link_saturated":
-            return (f"Link saturated: {node} ⇄ {peer}",
-                    f"{label} at {util} ({fmt.rate(rate)}{of})")
-        return (f"Link back to normal: {node} ⇄ {peer}",
-                f"{label} at {util} ({fmt.rate(rate)}{of})")
+        title = (f"Link saturated: {node} ⇄ {peer}" if kind == "link_saturated"
+                 else f"Link back to normal: {node} ⇄ {peer}")
+        qd = event.get("queue_delay_ms")
+        if event.get("cause") == "queueing":
+            # "+170 ms queueing delay at 6.2 MB/s (capacity unknown)"
+            delay = (f"+{fmt.ms(qd)} queueing delay" if qd is not None
+                     else "queueing delay unknown")
+            known = (f"{fmt.utilization(event.get('utilization'), cap)}{of}" if cap
+                     else "capacity unknown")
+            return title, f"{delay} at {fmt.rate(rate)} ({known}) on {label}"
+        body = f"{label} at {util} ({fmt.rate(rate)}{of})"
+        if qd is not None and queueing.notable(qd, event.get("rtt_baseline_ms")):
+            body += f", +{fmt.ms(qd)} queueing delay"
+        return title, body
     if kind in ("link_degraded", "link_restored"):
         port = event.get("local_label") or "?"
         if event.get("interface") and event.get("interface") != port:

@@ -42,6 +42,7 @@ LINK_DOWN: Final = "#b08d9a"  # muted mauve, drawn dashed: no replies
 # -- chart series --------------------------------------------------------------------------
 RTT_MEDIAN: Final = "#2563eb"
 RTT_BAND: Final = "#93c5fd"
+RTT_BASELINE: Final = "#0f766e"  # the idle RTT under the median (teal, dashed)
 RX: Final = "#0891b2"  # cyan
 TX: Final = "#7c3aed"  # violet
 CAPACITY: Final = "#475569"

@@ -30,7 +30,7 @@ from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QCursor, QFont, QPen
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from exotray.core import fmt, topology
+from exotray.core import fmt, queueing, topology
 from exotray.core.topology import Edge, Node
 from exotray.ui import linkwords, theme
 
@@ -702,6 +702,7 @@ class TopologyView(pg.PlotWidget):
         rows = [
             ("RTT", f"{fmt.ms(p.get('rtt_ms'))} median · {fmt.ms(p.get('rtt_min_ms'))} min"
                     f" · {fmt.ms(p.get('rtt_max_ms'))} max"),
+            ("Queueing", _queueing(p)),
             ("Jitter", fmt.ms(p.get("jitter_ms"))),
             ("Loss", fmt.percent(p.get("loss"))),
             ("rx / tx", f"{fmt.rate(p.get('rx_bytes_per_s'))} / "
@@ -733,6 +734,8 @@ class TopologyView(pg.PlotWidget):
             f"<b>{_esc(self._name(edge.a))} ⇄ {_esc(self._name(edge.b))}</b>"
             f' &nbsp;<span style="color:{theme.state_color(state)}">{_esc(state)}</span>'
         )
+        if (note := queueing.note(p)) is not None:  # "+170 ms queueing", when it matters
+            head += f" · {_esc(note)}"
         return f"{head}<table>{body}</table>"
 
     def _node_tooltip(self, node_id: str | None) -> str:
@@ -770,6 +773,16 @@ def _capacity(link: dict[str, Any], ifaces: linkwords.Ifaces) -> str:
         return "unknown"
     return (f"{fmt.capacity_rate(cap)} ({fmt.bit_rate(cap)}),"
             f" {linkwords.capacity_words(link, ifaces)}")
+
+
+def _queueing(link: dict[str, Any]) -> str:
+    """ "+170 ms over a 0.06 ms idle RTT"; unknown (too few probes, loss) says so."""
+    base, qd = link.get("rtt_baseline_ms"), link.get("queue_delay_ms")
+    if base is None:
+        return "unknown (no idle RTT learned yet)"
+    if qd is None:
+        return f"unknown (idle RTT {fmt.ms(base)})"
+    return f"+{fmt.ms(qd)} over a {fmt.ms(base)} idle RTT"
 
 
 def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:

@@ -402,7 +402,7 @@ class MainWindow(QMainWindow):
     def _row(link: dict[str, Any]) -> dict[str, Any]:
         return {"t": time.time(), **{k: link.get(k) for k in (
             "rtt_ms", "rtt_min_ms", "rtt_max_ms", "rx_bytes_per_s", "tx_bytes_per_s",
-            "utilization", "state")}}
+            "utilization", "state", "rtt_baseline_ms", "queue_delay_ms")}}
 
     def _own_end(self, link_id: str) -> str:
         """The id of the edge's end this node measures (its history is local)."""

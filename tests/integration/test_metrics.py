@@ -40,6 +40,8 @@ def _scrape(a) -> str:
 
 def test_metrics_parse_and_carry_the_link(pair):
     a, _ = pair
+    # a queueing delay needs 4 replies within the last 2 s
+    assert wait_for(lambda: a.get("/v1/snapshot")["links"][0]["queue_delay_ms"] is not None, 5)
     text = _scrape(a)
     fams = {f.name: f for f in text_string_to_metric_families(text)}
     assert fams["exotray_build_info"].samples[0].labels["version"]
@@ -50,6 +52,11 @@ def test_metrics_parse_and_carry_the_link(pair):
     assert fams["exotray_link_up"].samples[0].value == 1.0
     assert fams["exotray_link_loss_ratio"].samples[0].value < 1
     assert fams["exotray_interface_receive_bytes"].type == "counter"
+    # The idle loopback path: a baseline of well under a millisecond, little queueing.
+    base = fams["exotray_link_rtt_baseline_seconds"].samples[0]
+    assert base.labels == rtt.labels and 0 < base.value <= rtt.value
+    queue = fams["exotray_link_queue_delay_seconds"].samples[0]
+    assert 0 <= queue.value < 0.05
     lo_rx = [s for s in fams["exotray_interface_receive_bytes"].samples
              if s.labels["interface"] == "lo" and s.name.endswith("_total")]
     assert lo_rx and lo_rx[0].value > 0

@@ -251,12 +251,14 @@ class Lab:
         (OWNERS / self.tag).unlink(missing_ok=True)
 
     # -- shaping and load ------------------------------------------------------------
-    def shape(self, host: Host, rate: str = "50mbit", burst: str = "32kbit") -> None:
+    def shape(self, host: Host, rate: str = "50mbit", burst: str = "32kbit",
+              latency: str = "200ms") -> None:
         """tbf on the bridge port that *delivers* to host: a forwarding hop that queues
-        (LAB.md: on the sender's own veth it throttles the socket instead)."""
+        (LAB.md: on the sender's own veth it throttles the socket instead). `latency`
+        sizes its buffer: the longest a packet may wait (deep 200ms, shallow 5ms)."""
         run("ip", "netns", "exec", self.br_ns, "tc", "qdisc", "replace", "dev",
             host.bridge_port, "root", "tbf", "rate", rate, "burst", burst,
-            "latency", "200ms")
+            "latency", latency)
 
     def iperf_server(self, host: Host) -> subprocess.Popen:
         p = host.popen("iperf3", "-s", "-1", "-B", host.addr, stdout=subprocess.DEVNULL,
