@@ -221,11 +221,11 @@ class Agent:
             paused=self.paused, shared_counters=self.sharing.counters,
         )
 
-    def cluster(self) -> dict[str, Any]:
+    def cluster(self, local: bool = True) -> dict[str, Any]:
         """Every node's snapshot with its age, our peer table and mDNS (/v1/cluster)."""
         return views.cluster(node_id=self.node_id, own=self.snapshot(),
                              authenticated=self.key is not None, peers=self.peers.values(),
-                             now=self.clock(),
+                             now=self.clock(), local=local,
                              discovery=views.discovery(self.settings.mdns, self.discovery),
                              sharing=(self.settings.sharing, self.sharing.protocol_of))
 
@@ -321,7 +321,7 @@ class Agent:
             self.discovery = Discovery(
                 node_id=self.node_id, name=s.name, port=self.port,
                 on_found=self.table.mdns_found, on_removed=self.table.mdns_removed,
-                local_networks=self.monitor.local_networks,
+                local_networks=lambda: self.monitor.local_networks(self.mdns_addresses()),
             )
             await self.discovery.start(self.mdns_addresses())
         api = self.loops.run("api", self._server.serve(sockets=[tcp]))

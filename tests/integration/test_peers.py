@@ -4,6 +4,7 @@ goodbyes remove at once, silent mDNS peers leave the view after 10 minutes."""
 from __future__ import annotations
 
 from exotray.agent.discovery import PeerRecord
+from exotray.agent.limits import NEVER_UP_FORGET_S
 from exotray.agent.peers import PEER_FORGET_S
 from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings
@@ -64,6 +65,9 @@ def test_manual_and_mdns_peer_merge_into_one(tmp_path):
 def test_silent_mdns_peer_leaves_after_ten_minutes_manual_stays(tmp_path):
     agent, clock = _agent(tmp_path, peers=("10.213.0.9:52480",))
     agent.table.mdns_found(_rec())
+    mdns_target = next(t for t in agent.links if t[0] != "10.213.0.9")
+    agent.prober.on_reply(mdns_target, clock(), 0.4)  # it answered once, then went silent
+    clock.t += 3
     agent.table.update_liveness(clock())
     clock.t += PEER_FORGET_S - 1
     agent.table.prune(clock())
@@ -105,13 +109,18 @@ def test_stale_mdns_address_is_dropped_once_another_answers(tmp_path):
     agent.prober.on_reply(("10.213.0.12", 52480), clock(), 0.3)
     agent.table.prune(clock())
     assert list(agent.links) == [("10.213.0.12", 52480)]
-    # A peer whose only address never answered keeps it (it is simply down).
+    # A peer whose only address never answered keeps it (it is simply down)...
     agent2, clock2 = _agent(tmp_path / "b")
     agent2.table.mdns_found(_rec(addrs=("10.213.0.9",)))
     next(iter(agent2.links.values())).first_probe = clock2()
-    clock2.t += 60
+    clock2.t += NEVER_UP_FORGET_S - 1
     agent2.table.prune(clock2())
     assert len(agent2.links) == 1
+    # ...until NEVER_UP_FORGET_S: then the peer is forgotten (its next announcement
+    # brings it back), not kept for ten minutes as a flood's announcements would be.
+    clock2.t += 2
+    agent2.table.prune(clock2())
+    assert agent2.links == {} and agent2.peers == {}
 
 
 def _state(agent):
