@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from exotray.agent import captest, control, metrics
+from exotray.agent.guard import RequestGuard
 from exotray.agent.keys import SIGNATURE_HEADER, ClusterKeyError, sign
 from exotray.core.events import EventLog
 from exotray.core.settings import Settings, SettingsError
@@ -86,7 +87,7 @@ class Services(Protocol):
     captest: captest.CapacityTester | None
 
     def snapshot(self) -> dict[str, Any]: ...
-    def cluster(self) -> dict[str, Any]: ...
+    def cluster(self, local: bool = True) -> dict[str, Any]: ...
     def history(self, link_id: str | None, iface: str | None,
                 seconds: float) -> dict | None: ...
     def reconfigure(self, new: Settings) -> None: ...
@@ -105,7 +106,8 @@ def create_app(agent: Services, registry: CollectorRegistry,
         return resp
 
     async def cluster(request: Request) -> JSONResponse:
-        return JSONResponse(agent.cluster())
+        return JSONResponse(agent.cluster(
+            local=control.is_loopback(request.client.host if request.client else None)))
 
     async def history(request: Request) -> JSONResponse:
         link = request.query_params.get("link")
@@ -284,7 +286,7 @@ def create_app(agent: Services, registry: CollectorRegistry,
         )
 
     return Starlette(
-        middleware=[Middleware(HeadLimit)],
+        middleware=[Middleware(HeadLimit), Middleware(RequestGuard)],
         routes=[
             Route("/", index),
             Route("/v1/snapshot", snapshot),
