@@ -22,6 +22,8 @@ MAX_MDNS_PEERS_PER_ADDRESS = 4
 NEVER_UP_FORGET_S = 30.0
 #: ...and may be replaced by a new peer, when the table is full, after this long
 NEVER_UP_EVICT_S = 5.0
+#: mDNS peers refused for want of room, kept to be let in as others go (oldest dropped)
+MAX_WAITING_PEERS = 256
 #: mDNS services waiting to be resolved; beyond this the oldest waiting one is dropped
 MAX_RESOLVE_QUEUE = 1024
 #: mDNS services resolved at the same time

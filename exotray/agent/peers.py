@@ -11,7 +11,7 @@ peer going up or down) it is told through callbacks.
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -84,6 +84,10 @@ class PeerTable:
         self.paused = False
         #: mDNS peers and addresses refused by the limits (limits.py), by reason
         self.refused: dict[str, int] = {}
+        #: mDNS records refused for want of room, tried again as peers that never answer
+        #: are let go (zeroconf tells of a record once: a real peer that announced itself
+        #: during a flood must still get in)
+        self.waiting: OrderedDict[str, PeerRecord] = OrderedDict()
 
     # -- membership ------------------------------------------------------------------
     def add_manual(self, host: str, port: int) -> Peer:
@@ -171,8 +175,12 @@ class PeerTable:
             if not free:
                 return
             if len(self.peers) >= L.MAX_PEERS and not self._evict_one(now):
-                self._refuse("peers", "mDNS: %s (%s) not added: %d peers already (the "
+                self._refuse("peers", "mDNS: %s (%s) not added yet: %d peers already (the "
                              "limit)", rec.name, rec.id, L.MAX_PEERS)
+                self.waiting[rec.id] = rec
+                self.waiting.move_to_end(rec.id)
+                if len(self.waiting) > L.MAX_WAITING_PEERS:
+                    self.waiting.popitem(last=False)
                 return
             peer = Peer(key=f"mdns:{rec.id}", host=None, port=rec.port, id=rec.id,
                         name=rec.name, down_since=now, seen_at=now)
@@ -184,7 +192,16 @@ class PeerTable:
         peer.mdns_targets = free
         self.set_targets(peer)
 
+    def _admit_waiting(self, now: float) -> None:
+        """Let in refused records, oldest first, while there is room or a peer that
+        never answered can make room."""
+        while self.waiting and (len(self.peers) < L.MAX_PEERS or self._evict_one(now)):
+            _, rec = self.waiting.popitem(last=False)
+            if self.by_id(rec.id) is None:
+                self.mdns_found(rec)
+
     def mdns_removed(self, peer_id: str) -> None:
+        self.waiting.pop(peer_id, None)
         peer = self.by_id(peer_id)
         if peer is None:
             return
@@ -252,6 +269,10 @@ class PeerTable:
             if link.last_reply is not None:
                 link.last_reply = max(link.last_reply, now - grace_s)
 
+    def answered(self, host: str) -> bool:
+        """Whether `host` is the address of a link that answers our probes now."""
+        return any(lk.up and lk.target[0] == host for lk in self.links.values())
+
     def best_target(self, peer: Peer, now: float) -> Target | None:
         """The address to fetch a peer's snapshot from: its fastest link that is up,
         else its first manual address (the user named it), else None: an address only
@@ -289,6 +310,7 @@ class PeerTable:
                  and now - p.seen_at > L.NEVER_UP_FORGET_S]
         for p in never:
             self.remove(p, "never answered")
+        self._admit_waiting(now)
         if never:
             log.info("forgot %d mDNS peer(s) that never answered a probe in %.0f s: %s",
                      len(never), L.NEVER_UP_FORGET_S,

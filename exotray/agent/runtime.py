@@ -306,8 +306,8 @@ class Agent:
         probe = self.prober.open(s.bind, self.port, udp, timeout_s=max(1.0, self.interval),
                                  key=self.key)
         # Listens only during a consented test, on an ephemeral port (or capacity_port).
-        self.captest = CapacityTester(s.bind, s.capacity_port or None,
-                                      allow=s.allow_capacity_tests)
+        self.captest = CapacityTester(s.bind, s.capacity_port or None, allow=s.allow_capacity_tests,
+                                      known=self.table.answered, key=lambda: self.key)
         self._server = make_server(create_app(self, registry_for(self),
                                               self.sharing.routes()))
         # Kinds first: mDNS skips VPN interfaces by their kind.

@@ -62,6 +62,22 @@ def test_a_full_table_makes_room_for_a_newcomer_by_dropping_one_that_never_answe
     assert "mdns:peer00000001" in table.peers  # the one that answered stays
 
 
+def test_a_peer_refused_for_want_of_room_gets_in_once_room_is_made():
+    """zeroconf reports a record once: a real peer announced in a flood must not be lost."""
+    table, clock = _table()
+    for i in range(L.MAX_PEERS):
+        table.mdns_found(_rec(i))
+    table.mdns_found(_rec(999))  # all the others are too young to be replaced
+    table.mdns_found(_rec(1000))
+    assert list(table.waiting) == ["peer00000999", "peer00001000"]
+    assert len(table.peers) == L.MAX_PEERS
+    table.mdns_removed("peer00001000")  # a goodbye takes a waiting record away too
+    clock.t += L.NEVER_UP_EVICT_S
+    table.prune(clock())
+    assert "mdns:peer00000999" in table.peers and not table.waiting
+    assert "mdns:peer00001000" not in table.peers
+
+
 def test_peers_that_never_answered_are_forgotten_after_never_up_forget_s():
     table, clock = _table()
     for i in range(10):
