@@ -185,8 +185,9 @@ class PeerTable:
             peer = Peer(key=f"mdns:{rec.id}", host=None, port=rec.port, id=rec.id,
                         name=rec.name, down_since=now, seen_at=now)
             self.peers[peer.key] = peer
-            log.info("mDNS: found %s (%s) at %s", rec.name, rec.id,
-                     ", ".join(a for a, _ in free))
+            # past a few dozen peers (a flood?) the log would say little else
+            (log.info if len(self.peers) <= 32 else log.debug)(
+                "mDNS: found %s (%s) at %s", rec.name, rec.id, ", ".join(a for a, _ in free))
         peer.sources.add("mdns")
         peer.name = peer.name or rec.name
         peer.mdns_targets = free
