@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 PEER_FORGET_S = 600.0
 #: an mDNS address that never answered for this long, while another does, is dropped
 STALE_ADDRESS_S = 15.0
+#: a link is down only once this many of its probes have gone unanswered since its last
+#: reply, however long that was: a loop that ran late sent fewer probes, and a probe not
+#: sent is not a lost one (issue 18 finding 10: a starved machine cried wolf)
+MIN_LOST_FOR_DOWN = 2
 
 
 @dataclass
@@ -240,6 +244,7 @@ class PeerTable:
         """A probe reply came back on `link`."""
         if link.last_reply is None or now > link.last_reply:
             link.last_reply = now
+        link.lost_since_reply = 0
         if not link.up:
             self.update_liveness(now)
 
@@ -250,7 +255,8 @@ class PeerTable:
         up_peers: set[int] = set()
         for link in self.links.values():
             was_up = link.up
-            link.up = link.last_reply is not None and now - link.last_reply < limit
+            link.up = link.last_reply is not None and (
+                now - link.last_reply < limit or link.lost_since_reply < MIN_LOST_FOR_DOWN)
             if link.up:
                 up_peers.add(id(link.peer))
             elif was_up:

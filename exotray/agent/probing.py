@@ -56,6 +56,9 @@ class Prober:
         with replies and goodbyes, where it moves)."""
         probe = self.socket
         assert probe is not None
+        # Replies already here are replies, even when this tick runs late (a starved
+        # loop): read them before anything still outstanding is declared lost.
+        probe.drain()
         probe.expire()
         if paused:
             return
@@ -99,6 +102,7 @@ class Prober:
         link = self.table.links.get(target)
         if link is not None:
             link.rtt.lost(sent_at)
+            link.lost_since_reply += 1
 
     # -- paths -------------------------------------------------------------------------
     def route(self, link: Link, now: float, recheck: bool = False) -> None:

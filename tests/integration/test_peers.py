@@ -68,6 +68,8 @@ def test_silent_mdns_peer_leaves_after_ten_minutes_manual_stays(tmp_path):
     mdns_target = next(t for t in agent.links if t[0] != "10.213.0.9")
     agent.prober.on_reply(mdns_target, clock(), 0.4)  # it answered once, then went silent
     clock.t += 3
+    for _ in range(2):
+        agent.prober.on_lost(mdns_target, clock())
     agent.table.update_liveness(clock())
     clock.t += PEER_FORGET_S - 1
     agent.table.prune(clock())
@@ -88,6 +90,10 @@ def test_peer_that_replied_then_went_silent(tmp_path):
     agent.table.update_liveness(clock())
     assert agent.links[target].up
     clock.t += 0.2
+    agent.prober.on_lost(target, clock())
+    agent.table.update_liveness(clock())
+    assert agent.links[target].up  # silent long enough, but only one probe was lost
+    agent.prober.on_lost(target, clock())
     agent.table.update_liveness(clock())
     assert not agent.links[target].up
     assert [e["type"] for e in agent.events.after(0)] == ["peer_up", "peer_down"]
@@ -139,6 +145,8 @@ def test_reading_the_snapshot_changes_nothing(tmp_path):
     agent.prober.on_reply(target, clock(), 0.4)
     assert agent.links[target].up
     clock.t += 60  # far past down_after: the next liveness update takes it down
+    for _ in range(2):
+        agent.prober.on_lost(target, clock())
     before = _state(agent)
     first = agent.snapshot()
     for _ in range(3):
