@@ -297,3 +297,26 @@ def test_capacity_test_abuse_is_refused(lab2_pair):
     assert out["streams_served"] == 1
     log = a1.log()
     assert log.count("first line over") == 1 and "Traceback" not in log, log[-3000:]
+
+
+def test_a_stalled_agent_does_not_cry_wolf(lab2_pair):
+    """Finding 10: the agent's own loop does not run for 4 s (SIGSTOP, as a saturated CPU
+    does to it), longer than down_after: that is not its peer going silent. No peer_down
+    from it, and the peer stays up in its view."""
+    import signal
+
+    _lab, a1, _a2 = lab2_pair
+    assert wait_for(lambda: any(lk["state"] == "up" for lk in a1.get("/v1/snapshot")["links"]),
+                    10)
+    for _ in range(2):  # twice, a few seconds apart
+        os.kill(a1.proc.pid, signal.SIGSTOP)
+        try:
+            time.sleep(4.0)
+        finally:
+            os.kill(a1.proc.pid, signal.SIGCONT)
+        time.sleep(2.0)
+    events = [json.loads(line) for line in a1.events_path.read_text().splitlines()]
+    downs = [e for e in events if e["type"] == "peer_down"]
+    print(f"\nstalled twice for 4 s: {len(downs)} peer_down events from the stalled agent")
+    assert not downs, downs
+    assert all(lk["state"] == "up" for lk in a1.get("/v1/snapshot")["links"])
