@@ -264,7 +264,9 @@ class Discovery:
             return
         info = AsyncServiceInfo(SERVICE_TYPE, name)
         try:
-            ok = await info.async_request(azc.zeroconf, 3000)
+            # 3 s for a peer's answer; a fraction of that while a queue waits (a flood of
+            # records with no SRV/TXT/A would otherwise hold real peers up for minutes)
+            ok = await info.async_request(azc.zeroconf, 3000 if not self._waiting else 250)
         except Exception as e:
             self._ignore(name, "unresolvable", str(e))
             return

@@ -205,3 +205,47 @@ def _scope(method="GET", **headers):
 def test_request_guard(scope, status):
     why = RequestGuard(None, names={"localhost"}).refusal(scope)
     assert (why[0] if why else None) == status
+
+
+def test_a_flood_of_announcements_is_resolved_a_few_at_a_time_from_a_bounded_queue():
+    import asyncio
+
+    from zeroconf import ServiceStateChange
+
+    from exotray.agent.discovery import SERVICE_TYPE, Discovery
+
+    async def run() -> None:
+        d = Discovery(node_id="me", name="me", port=1, on_found=lambda r: None,
+                      on_removed=lambda i: None, local_networks=list)
+        release = asyncio.Event()
+        started: list[str] = []
+
+        async def resolve(name: str) -> None:
+            started.append(name)
+            try:
+                await release.wait()
+            finally:
+                d._resolving.pop(name, None)
+                d._pump()
+
+        d._resolve = resolve  # the queue, not zeroconf, is under test
+        d._azc = object()  # type: ignore[assignment]
+        n = 2000
+        for i in range(n):
+            d._on_change(None, SERVICE_TYPE, f"s{i}.{SERVICE_TYPE}", ServiceStateChange.Added)
+        await asyncio.sleep(0)
+        assert len(d._resolving) == L.MAX_RESOLVING
+        assert len(d._waiting) == L.MAX_RESOLVE_QUEUE
+        assert d.ignored_counts["resolve_queue_full"] == n - L.MAX_RESOLVING - L.MAX_RESOLVE_QUEUE
+        # a goodbye takes a waiting one out; the newest are the ones kept waiting
+        d._on_change(None, SERVICE_TYPE, f"s{n - 1}.{SERVICE_TYPE}", ServiceStateChange.Removed)
+        assert f"s{n - 1}.{SERVICE_TYPE}" not in d._waiting
+        release.set()
+        for _ in range(5000):
+            if not d._waiting and not d._resolving:
+                break
+            await asyncio.sleep(0)
+        assert not d._waiting and not d._resolving
+        assert len(started) == L.MAX_RESOLVING + L.MAX_RESOLVE_QUEUE - 1
+
+    asyncio.run(run())
