@@ -81,6 +81,7 @@ class Discovery:
         #: a flood of announcements costs a bounded number of tasks and queries)
         self._resolving: dict[str, asyncio.Task] = {}
         self._waiting: OrderedDict[str, None] = OrderedDict()
+        self._retries: dict[str, int] = {}  # unresolved services: tries so far
         self._known: dict[str, str] = {}  # service name -> peer id (MAX_KNOWN_SERVICES)
         #: records ignored, by reason (the first of each service and reason is logged,
         #: then the 10th, 100th... of a reason)
@@ -252,6 +253,20 @@ class Discovery:
                         f"{L.MAX_RESOLVE_QUEUE} services waiting")
         self._pump()
 
+    def _retry_later(self, name: str) -> None:
+        """Queue an unresolved service again, after 2, 4, 8 s (its answer may have been
+        lost among a flood's packets; zeroconf will not tell us of it again)."""
+        tries = self._retries[name] = self._retries.get(name, 0) + 1
+        if len(self._retries) > L.MAX_RESOLVE_QUEUE:
+            del self._retries[next(iter(self._retries))]
+        if tries <= 3:
+            asyncio.get_running_loop().call_later(2.0 ** tries, self._requeue, name)
+
+    def _requeue(self, name: str) -> None:
+        if self._azc is not None and name not in self._resolving:
+            self._waiting[name] = None
+            self._pump()
+
     def _pump(self) -> None:
         while self._waiting and len(self._resolving) < L.MAX_RESOLVING and self._azc:
             name, _ = self._waiting.popitem(last=False)
@@ -266,7 +281,7 @@ class Discovery:
         try:
             # 3 s for a peer's answer; a fraction of that while a queue waits (a flood of
             # records with no SRV/TXT/A would otherwise hold real peers up for minutes)
-            ok = await info.async_request(azc.zeroconf, 3000 if not self._waiting else 250)
+            ok = await info.async_request(azc.zeroconf, 3000 if not self._waiting else 1000)
         except Exception as e:
             self._ignore(name, "unresolvable", str(e))
             return
@@ -275,6 +290,7 @@ class Discovery:
             self._pump()
         if not ok:
             self._ignore(name, "unresolvable", "no answer to the SRV/TXT/A query")
+            self._retry_later(name)
             return
         try:
             record = parse_record(

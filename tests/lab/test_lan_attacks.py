@@ -156,7 +156,10 @@ def test_mdns_flood_is_bounded_and_a_real_peer_gets_in(lab3_flood):
         local = json.loads(victim.exec("curl", "-s", "http://127.0.0.1:52480/v1/cluster"))
         snap = json.loads(victim.exec("curl", "-s", "http://127.0.0.1:52480/v1/snapshot"))
         print([p for p in local["peers"] if p["id"] == a3_id], snap["counters"],
-              [lk for lk in snap["links"] if lk["peer_id"] == a3_id])
+              [lk for lk in snap["links"] if lk["peer_id"] == a3_id],
+              [i for i in local["discovery"]["ignored"] if "newcomer" in i["service"]],
+              [line for line in a1.log().splitlines()
+               if any(w in line for w in ("newcomer", "unresolvable", "refusal", "forgot"))])
     assert seen, "the real peer never made it into the cluster view"
     assert len(peers) <= L.MAX_PEERS
     assert all(len(p["addresses"]) <= L.MAX_LINKS_PER_PEER for p in peers)
