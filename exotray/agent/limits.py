@@ -31,6 +31,10 @@ MAX_RESOLVING = 8
 #: service names remembered (for goodbyes and duplicate ids)
 MAX_KNOWN_SERVICES = 4 * MAX_PEERS
 
+#: probes per second, in all, to addresses that have never answered one (a new peer is
+#: probed within MAX_PEERS / this many seconds even with the table full of fakes)
+UNANSWERED_PROBES_PER_S = 32
+
 # -- fetching peers' snapshots -------------------------------------------------------------
 #: snapshot fetches and stream connections being opened at the same time (all peers); the
 #: HTTP client's pool never sees more waiting requests than this

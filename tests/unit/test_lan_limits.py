@@ -249,3 +249,27 @@ def test_a_flood_of_announcements_is_resolved_a_few_at_a_time_from_a_bounded_que
         assert len(started) == L.MAX_RESOLVING + L.MAX_RESOLVE_QUEUE - 1
 
     asyncio.run(run())
+
+
+def test_probes_to_addresses_that_never_answered_are_budgeted_fairly():
+    from exotray.agent.probing import Prober
+
+    table, clock = _table()
+    for i in range(100):
+        table.mdns_found(_rec(i))
+    real = table.links[("10.213.0.1", 52480)]
+    table.replied(real, clock())
+    prober = Prober(table, None, None, clock)  # _to_probe needs only the table and clock
+    seen: set = set()
+    per_tick = []
+    for _ in range(16):  # 4 s at 4 ticks a second
+        chosen = prober._to_probe(clock())
+        for lk in chosen:
+            prober._last_sent[lk.target] = clock()
+        assert real in chosen  # a link that answers is always probed
+        never = [lk for lk in chosen if lk is not real]
+        per_tick.append(len(never))
+        seen |= {lk.target for lk in never}
+        clock.t += 0.25
+    assert sum(per_tick[1:]) <= L.UNANSWERED_PROBES_PER_S * 4  # the budget, after a burst
+    assert len(seen) == 99  # and every one had its turn
