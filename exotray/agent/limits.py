@@ -20,10 +20,11 @@ MAX_MDNS_PEERS_PER_ADDRESS = 4
 #: an mDNS peer that has never answered a probe is forgotten after this long (a real one
 #: answers within a second or two; its next announcement brings it back)
 NEVER_UP_FORGET_S = 30.0
-#: ...and may be replaced by a new peer, when the table is full, after this long
-NEVER_UP_EVICT_S = 5.0
+#: ...and may be replaced by a new peer, when the table is full, this long after its
+#: first probe (a real peer answers in milliseconds)
+NEVER_UP_EVICT_S = 3.0
 #: mDNS peers refused for want of room, kept to be let in as others go (oldest dropped)
-MAX_WAITING_PEERS = 256
+MAX_WAITING_PEERS = 2048
 #: mDNS services waiting to be resolved; beyond this the oldest waiting one is dropped
 MAX_RESOLVE_QUEUE = 1024
 #: mDNS services resolved at the same time

@@ -156,10 +156,15 @@ class PeerTable:
         return [t for t in targets if used[t[0]] < L.MAX_MDNS_PEERS_PER_ADDRESS]
 
     def _evict_one(self, now: float) -> bool:
-        """Make room: forget the oldest mDNS peer that has never answered a probe (and
-        has had NEVER_UP_EVICT_S to do so). False when every peer is worth keeping."""
+        """Make room: forget the oldest mDNS peer that has never answered a probe, though
+        each of its links was probed NEVER_UP_EVICT_S ago or more (so a real peer always
+        has its chance, however many wait). False when every peer is worth keeping."""
+        probed: dict[int, bool] = {}
+        for lk in self.links.values():
+            ok = lk.first_probe is not None and now - lk.first_probe >= L.NEVER_UP_EVICT_S
+            probed[id(lk.peer)] = probed.get(id(lk.peer), True) and ok
         idle = [p for p in self.peers.values() if p.sources == {"mdns"} and not p.ever_up
-                and now - p.seen_at >= L.NEVER_UP_EVICT_S]
+                and now - p.seen_at >= L.NEVER_UP_EVICT_S and probed.get(id(p), True)]
         if not idle:
             return False
         self.remove(min(idle, key=lambda p: p.seen_at), "replaced: never answered")

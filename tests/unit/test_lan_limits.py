@@ -52,6 +52,11 @@ def test_a_full_table_makes_room_for_a_newcomer_by_dropping_one_that_never_answe
         table.mdns_found(_rec(i))
     answered = table.links[(f"10.213.0.{1 + 1}", 52480)]  # peer 1 answers its probes
     table.replied(answered, clock())
+    clock.t += L.NEVER_UP_EVICT_S + 1
+    table.mdns_found(_rec(998))
+    assert "mdns:peer00000998" not in table.peers  # none has been probed yet
+    for lk in table.links.values():
+        lk.first_probe = clock()  # the probe tick
     clock.t += L.NEVER_UP_EVICT_S - 0.1
     table.mdns_found(_rec(999))
     assert "mdns:peer00000999" not in table.peers  # none has had its chance yet
@@ -72,6 +77,8 @@ def test_a_peer_refused_for_want_of_room_gets_in_once_room_is_made():
     assert list(table.waiting) == ["peer00000999", "peer00001000"]
     assert len(table.peers) == L.MAX_PEERS
     table.mdns_removed("peer00001000")  # a goodbye takes a waiting record away too
+    for lk in table.links.values():
+        lk.first_probe = clock()
     clock.t += L.NEVER_UP_EVICT_S
     table.prune(clock())
     assert "mdns:peer00000999" in table.peers and not table.waiting
