@@ -203,10 +203,12 @@ class PeerTable:
         self.set_targets(peer)
 
     def _admit_waiting(self, now: float) -> None:
-        """Let in refused records, oldest first, while there is room or a peer that
-        never answered can make room."""
+        """Let in refused records, newest first, while there is room or a peer that
+        never answered can make room. Newest first: a flood arrives in a burst, so a real
+        peer that announces itself during or after one is among the last refused, and
+        gets in at the first chance instead of behind the whole burst."""
         while self.waiting and (len(self.peers) < L.MAX_PEERS or self._evict_one(now)):
-            _, rec = self.waiting.popitem(last=False)
+            _, rec = self.waiting.popitem(last=True)
             if self.by_id(rec.id) is None:
                 self.mdns_found(rec)
 
