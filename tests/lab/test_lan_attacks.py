@@ -323,3 +323,74 @@ def test_a_stalled_agent_does_not_cry_wolf(lab2_pair):
     print(f"\nstalled twice for 4 s: {len(downs)} peer_down events from the stalled agent")
     assert not downs, downs
     assert all(lk["state"] == "up" for lk in a1.get("/v1/snapshot")["links"])
+
+
+def _huge_snapshot(node_id: str, links: int = 1024) -> bytes:
+    link = {"id": "x", "peer_id": "p", "peer_name": "p", "local_interface": "eth0",
+            "local_label": None, "peer_address": "10.213.0.1", "peer_port": 1,
+            "state": "up", "rtt_ms": 0.1, "rtt_min_ms": 0.1, "rtt_max_ms": 0.2,
+            "rtt_p90_ms": 0.2, "rtt_last_ms": 0.1, "jitter_ms": 0.01, "loss": 0.0,
+            "rx_bytes_per_s": 1.0, "tx_bytes_per_s": 1.0, "capacity_bytes_per_s": None,
+            "capacity_source": "unknown", "utilization": None}
+    return json.dumps({"schema": 1, "node": {"id": node_id, "name": f"big-{node_id}",
+                                             "version": "0"},
+                       "interval_s": 1.0, "data_age_s": 0.0, "interfaces": [],
+                       "links": [{**link, "id": f"l{i}"} for i in range(links)]}).encode()
+
+
+def test_huge_valid_snapshots_make_a_bounded_cluster_view(lab2_pair):
+    """Finding 4: peers whose snapshots carry 1024 links each (valid, under 1 MiB). The
+    cluster view shows at most 64 links of each and says how many it left out."""
+    import http.server
+
+    lab, a1, _a2 = lab2_pair
+    servers = []
+
+    class Big(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = self.server.body  # type: ignore[attr-defined]
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    try:
+        for i in range(10):
+            srv = http.server.ThreadingHTTPServer((lab.monitor_addr, 0), Big)
+            srv.daemon_threads = True
+            srv.body = _huge_snapshot(f"big{i:09d}")  # type: ignore[attr-defined]
+            threading.Thread(target=srv.serve_forever, daemon=True).start()
+            servers.append(srv)
+        # given to a new agent on h1 as manual peers (fetched without probes: the user
+        # named them)
+        big_peers = [f"{lab.monitor_addr}:{s.server_address[1]}" for s in servers]
+        a1.close()
+        a1b = Agents(lab, a1.state.parent).start(
+            lab.hosts[0], name="h1b", mdns=False,
+            peers=[*big_peers, f"{lab.hosts[1].addr}:52480"])
+        try:
+            a1b.wait_ready()
+            big = wait_for(lambda: [n for n in a1b.get("/v1/cluster")["nodes"]
+                                    if n["node"]["id"].startswith("big")], 15)
+            assert big and len(big) == 10, a1b.log()[-2000:]
+            t0 = time.monotonic()
+            raw = httpx.get(a1b.url + "/v1/cluster", timeout=5, trust_env=False).content
+            took = time.monotonic() - t0
+            nodes = json.loads(raw)["nodes"]
+            print(f"\n10 peers of 1024 links: /v1/cluster {len(raw) / 1e6:.2f} MB in "
+                  f"{1000 * took:.0f} ms (before: 26.6 MB and 3 s at 40 such peers)")
+            for n in nodes[1:]:
+                if n["node"]["id"].startswith("big"):
+                    assert len(n["links"]) == L.MAX_CLUSTER_LINKS_PER_NODE
+                    assert n["truncated"] == 1024 - L.MAX_CLUSTER_LINKS_PER_NODE
+            assert len(raw) < 1_500_000
+        finally:
+            a1b.close()
+    finally:
+        for s in servers:
+            s.shutdown()
+            s.server_close()
