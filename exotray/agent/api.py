@@ -25,7 +25,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from exotray.agent import captest, control, metrics
-from exotray.agent.keys import SIGNATURE_HEADER, ClusterKeyError, sign
+from exotray.agent.guard import RequestGuard
+from exotray.agent.keys import SIGNATURE_HEADER, ClusterKeyError, sign, signed_by
 from exotray.core.events import EventLog
 from exotray.core.settings import Settings, SettingsError
 
@@ -86,7 +87,7 @@ class Services(Protocol):
     captest: captest.CapacityTester | None
 
     def snapshot(self) -> dict[str, Any]: ...
-    def cluster(self) -> dict[str, Any]: ...
+    def cluster(self, local: bool = True) -> dict[str, Any]: ...
     def interfaces(self) -> dict[str, Any]: ...
     def history(self, link_id: str | None, iface: str | None,
                 seconds: float) -> dict | None: ...
@@ -106,7 +107,8 @@ def create_app(agent: Services, registry: CollectorRegistry,
         return resp
 
     async def cluster(request: Request) -> JSONResponse:
-        return JSONResponse(agent.cluster())
+        return JSONResponse(agent.cluster(
+            local=control.is_loopback(request.client.host if request.client else None)))
 
     async def interfaces(request: Request) -> JSONResponse:
         return JSONResponse(agent.interfaces())
@@ -146,11 +148,13 @@ def create_app(agent: Services, registry: CollectorRegistry,
                                "agent's state dir)")
         return None
 
-    async def _json_body(request: Request) -> object:
+    async def _json_body(request: Request, raw: bytearray | None = None) -> object:
+        """The request's JSON body (at most MAX_BODY bytes); its bytes also go into `raw`
+        when given (to check a signature over them)."""
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
             raise ValueError(f"body over {MAX_BODY} bytes")
-        body = bytearray()
+        body = bytearray() if raw is None else raw
         async for chunk in request.stream():
             body += chunk
             if len(body) > MAX_BODY:
@@ -205,10 +209,14 @@ def create_app(agent: Services, registry: CollectorRegistry,
 
     async def capacity_session(request: Request) -> JSONResponse:
         """Another agent asks for a capacity test (consent can be turned off)."""
+        raw = bytearray()
         try:
-            body = await _json_body(request)
+            body = await _json_body(request, raw)
         except ValueError as e:
             return _error(400, str(e))
+        if agent.key is not None and not signed_by(
+                agent.key, bytes(raw), request.headers.get(SIGNATURE_HEADER, "")):
+            return _error(403, "capacity tests need a request signed with the cluster key")
         if not isinstance(body, dict) or agent.captest is None or request.client is None:
             return _error(400, "expected {seconds, streams}")
         try:
@@ -218,6 +226,8 @@ def create_app(agent: Services, registry: CollectorRegistry,
             return _error(403, str(e))
         except captest.Busy as e:
             return _error(409, str(e))
+        except captest.RateLimited as e:
+            return _error(429, str(e))
         except captest.PortUnavailable as e:
             return _error(503, str(e))
         except (TypeError, ValueError):
@@ -288,7 +298,7 @@ def create_app(agent: Services, registry: CollectorRegistry,
         )
 
     return Starlette(
-        middleware=[Middleware(HeadLimit)],
+        middleware=[Middleware(HeadLimit), Middleware(RequestGuard)],
         routes=[
             Route("/", index),
             Route("/v1/snapshot", snapshot),

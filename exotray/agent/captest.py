@@ -15,6 +15,13 @@ session it granted is open, only from the address that asked, only with the sess
 token, never more connections per direction than the streams granted, and never longer
 than the granted seconds; everything is bounded in time and bytes. Agents refuse all
 tests with `allow_capacity_tests = false`.
+
+Who may ask (issue 18): a LAN host only from the address of a link that answers our
+probes (a known peer, `known`), at most CAPTEST_SESSIONS_PER_SOURCE sessions per
+CAPTEST_WINDOW_S per address (finish-and-ask-again cannot keep us sending), and with a
+cluster key set only with the request signed by it (the API checks the signature).
+Loopback (a local process) is neither limited nor required to be a peer. A stream's first
+line over 512 bytes, or not JSON, closes it with one log line (no traceback).
 """
 
 from __future__ import annotations
@@ -26,12 +33,18 @@ import logging
 import secrets
 import socket
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from exotray.agent import limits as L
 from exotray.agent.bound_http import bound_connect
+from exotray.agent.control import is_loopback
+from exotray.agent.keys import SIGNATURE_HEADER, sign
+from exotray.agent.throttle import Throttled
 from exotray.core.settings import CAPTEST_SECONDS, CAPTEST_STREAMS
 
 log = logging.getLogger(__name__)
@@ -46,6 +59,10 @@ _HEADER_MAX = 512
 
 class Busy(RuntimeError):
     pass
+
+
+class RateLimited(RuntimeError):
+    """Too many sessions from one address in CAPTEST_WINDOW_S."""
 
 
 class PortUnavailable(OSError):
@@ -69,8 +86,17 @@ class Session:
 class CapacityTester:
     """Both roles of the capacity test for one agent."""
 
-    def __init__(self, bind: str, port: int | None = None, allow: bool = True) -> None:
+    def __init__(self, bind: str, port: int | None = None, allow: bool = True, *,
+                 known: Callable[[str], bool] | None = None,
+                 key: Callable[[], bytes | None] = lambda: None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.bind = bind
+        #: whether an address is a peer's that answers our probes (None: anyone may ask)
+        self.known = known
+        self.key = key
+        self.clock = clock
+        self._granted: dict[str, deque[float]] = {}
+        self._throttled = Throttled(clock)
         #: a fixed port for the sessions' listener (config capacity_port), else ephemeral
         self.fixed_port = port or 0
         #: the open session's listening port, None between sessions
@@ -103,7 +129,8 @@ class CapacityTester:
             raise PortUnavailable(e.errno, f"cannot open the capacity test's port "
                                   f"{self.bind}:{self.fixed_port}: {e.strerror}") from None
         try:
-            self._server = await asyncio.start_server(self._accept, sock=sock)
+            self._server = await asyncio.start_server(self._accept, sock=sock,
+                                                      limit=2 * _HEADER_MAX)
         except BaseException:
             sock.close()
             raise
@@ -123,10 +150,26 @@ class CapacityTester:
         if not self.allow:
             raise PermissionError("this agent does not take capacity tests "
                                   "(allow_capacity_tests = false)")
+        local = is_loopback(peer_host)
+        if not local and self.known is not None and not self.known(peer_host):
+            raise PermissionError(f"{peer_host} is not a peer of this agent that answers its "
+                                  "probes")
         if self.busy_with is not None:
             raise Busy(f"a capacity test with {self.busy_with} is running; try again shortly")
         seconds = max(MIN_SECONDS, min(float(seconds), MAX_SECONDS))
         streams = max(MIN_STREAMS, min(int(streams), MAX_STREAMS))
+        if not local:
+            now = self.clock()
+            for host in [h for h, q in self._granted.items()
+                         if not q or now - q[-1] > L.CAPTEST_WINDOW_S]:
+                del self._granted[host]  # forget quiet sources (the dict stays small)
+            recent = self._granted.setdefault(peer_host, deque())
+            while recent and now - recent[0] > L.CAPTEST_WINDOW_S:
+                recent.popleft()
+            if len(recent) >= L.CAPTEST_SESSIONS_PER_SOURCE:
+                raise RateLimited(f"{len(recent)} capacity tests from {peer_host} in the last "
+                                  f"{L.CAPTEST_WINDOW_S:g} s; try again later")
+            recent.append(now)
         token = secrets.token_hex(16)
         self.busy_with = peer_host
         try:
@@ -160,9 +203,17 @@ class CapacityTester:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         try:
-            line = await asyncio.wait_for(reader.readline(), 5.0)
+            try:
+                line = await asyncio.wait_for(reader.readline(), 5.0)
+            except ValueError:  # asyncio's LimitOverrunError: no newline within the limit
+                line = b"x" * (_HEADER_MAX + 1)
             s = self.session
-            if len(line) > _HEADER_MAX or s is None or not peer or peer[0] != s.peer_host:
+            if len(line) > _HEADER_MAX:
+                self._throttled("captest-line", logging.WARNING, "capacity test: a connection "
+                                "from %s sent a first line over %d bytes; closed",
+                                peer[0] if peer else "?", _HEADER_MAX)
+                return
+            if s is None or not peer or peer[0] != s.peer_host:
                 return
             try:
                 hdr = json.loads(line)
@@ -231,9 +282,12 @@ class CapacityTester:
         self.busy_with = host
         grant: dict[str, Any] | None = None
         try:
-            r = await http.post(f"http://{host}:{api_port}/v1/capacity/session",
-                                json={"seconds": seconds, "streams": streams, "from": who},
-                                timeout=5.0)
+            ask = json.dumps({"seconds": seconds, "streams": streams, "from": who}).encode()
+            headers = {"content-type": "application/json"}
+            if (key := self.key()) is not None:
+                headers[SIGNATURE_HEADER] = sign(key, ask)
+            r = await http.post(f"http://{host}:{api_port}/v1/capacity/session", content=ask,
+                                headers=headers, timeout=5.0)
             body = r.json()
             if r.status_code != 200:
                 raise PermissionError(f"{host} refused the test: {body.get('error', r.text)}")

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 import httpx
 
 from exotray import __version__
+from exotray.agent import limits as L
 from exotray.agent import onlink
 from exotray.agent.bound_http import bind_options, bound_transport
 from exotray.agent.links import Link
@@ -27,6 +28,8 @@ class HttpClients:
         #: clients whose connections leave through one interface: (name, index) -> client
         self._via: dict[tuple[str, int | None], httpx.AsyncClient] = {}
         self._closing: set[asyncio.Task] = set()  # clients of re-created interfaces
+        #: taken around every snapshot fetch and stream opening (limits.MAX_FETCHES)
+        self.fetch_slots = asyncio.Semaphore(L.MAX_FETCHES)
 
     @property
     def shared(self) -> httpx.AsyncClient:
@@ -34,7 +37,8 @@ class HttpClients:
         if self._shared is None:
             self._shared = httpx.AsyncClient(
                 timeout=httpx.Timeout(2.0, connect=1.0),
-                limits=httpx.Limits(max_connections=256, max_keepalive_connections=128),
+                limits=httpx.Limits(max_connections=L.MAX_CLIENT_CONNECTIONS,
+                                    max_keepalive_connections=L.MAX_CLIENT_KEEPALIVE),
                 headers={"user-agent": f"exotray/{__version__}"},
                 trust_env=False,
             )

@@ -20,7 +20,7 @@ import contextlib
 import ipaddress
 import logging
 import re
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -28,103 +28,20 @@ from zeroconf import IPVersion, ServiceStateChange, Zeroconf
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
 from exotray import PROTO, __version__
-from exotray.core.schema import unsafe_char
+from exotray.agent import limits as L
+from exotray.agent.discovery_records import (
+    MAX_TXT_BYTES,
+    PeerRecord,
+    RecordRejected,
+    parse_record,
+)
+
+__all__ = ["MAX_TXT_BYTES", "PROTO", "SERVICE_TYPE", "Discovery", "PeerRecord",
+           "RecordRejected", "parse_record"]
 
 log = logging.getLogger(__name__)
 
 SERVICE_TYPE = "_exotray._tcp.local."
-MAX_TXT_BYTES = 512
-_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-
-
-@dataclass(frozen=True)
-class PeerRecord:
-    service: str
-    id: str
-    name: str
-    version: str
-    proto: int
-    port: int
-    addresses: tuple[str, ...]
-
-
-class RecordRejected(ValueError):
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
-
-
-def _text(props: dict, key: bytes) -> str | None:
-    value = props.get(key)
-    if value is None:
-        return None
-    try:
-        return value.decode("utf-8")
-    except (UnicodeDecodeError, AttributeError):
-        raise RecordRejected("bad_txt", f"{key.decode()} is not UTF-8 text") from None
-
-
-def parse_record(
-    service: str,
-    port: int | None,
-    properties: dict[bytes, bytes | None] | None,
-    addresses: Iterable[str],
-    *,
-    own_id: str,
-    own_service: str | None,
-    local_networks: Iterable[ipaddress.IPv4Network],
-) -> PeerRecord:
-    """Validate what a resolved DNS-SD record says; raise RecordRejected(reason).
-
-    Reasons: own (our own record), bad_port, no_txt, txt_too_large, bad_txt, bad_id,
-    spoofed_id (another service claiming our id), version_mismatch, no_address (none of
-    its IPv4 addresses is on one of our subnets).
-    """
-    if own_service is not None and service == own_service:
-        raise RecordRejected("own")
-    if port is None or not 1 <= port <= 65535:
-        raise RecordRejected("bad_port", repr(port))
-    properties = {k: v for k, v in (properties or {}).items() if k}
-    if not properties:  # none, or DNS-SD's empty TXT (a single empty string)
-        raise RecordRejected("no_txt")
-    size = sum(len(k) + len(v or b"") + 2 for k, v in properties.items())
-    if size > MAX_TXT_BYTES:
-        raise RecordRejected("txt_too_large", f"{size} bytes")
-    peer_id = _text(properties, b"id")
-    name = _text(properties, b"name")
-    version = _text(properties, b"version") or "?"
-    proto_text = _text(properties, b"proto")
-    if peer_id is None or not _ID_RE.match(peer_id):
-        raise RecordRejected("bad_id", repr(peer_id)[:70])
-    if peer_id == own_id:
-        raise RecordRejected("spoofed_id", f"{service} claims our id {own_id}")
-    if name is None or not 1 <= len(name) <= 64:
-        raise RecordRejected("bad_txt", f"name {name!r}"[:80])
-    why = unsafe_char(name)  # the same rule as a snapshot's names: shown as plain text
-    if why is not None:
-        raise RecordRejected("bad_txt", f"name {name!r} contains {why}"[:120])
-    try:
-        proto = int(proto_text or "")
-    except ValueError:
-        raise RecordRejected("bad_txt", f"proto {proto_text!r}"[:80]) from None
-    if proto != PROTO:
-        raise RecordRejected(
-            "version_mismatch",
-            f"{name} speaks protocol {proto} (exotray {version}); we speak {PROTO}",
-        )
-    nets = list(local_networks)
-    good: list[str] = []
-    for a in addresses:
-        try:
-            ip = ipaddress.IPv4Address(a)
-        except ValueError:
-            continue
-        if any(ip in n for n in nets) and not ip.is_loopback and not ip.is_unspecified:
-            good.append(a)
-    if not good:
-        raise RecordRejected("no_address", f"{list(addresses)} not on any local subnet")
-    return PeerRecord(service, peer_id, name, version, proto, port, tuple(sorted(set(good))))
 
 
 @dataclass
@@ -160,8 +77,15 @@ class Discovery:
         self._azc: AsyncZeroconf | None = None
         self._browser: AsyncServiceBrowser | None = None
         self._info: AsyncServiceInfo | None = None
+        #: services resolving now (at most MAX_RESOLVING), and waiting to (a bounded queue:
+        #: a flood of announcements costs a bounded number of tasks and queries)
         self._resolving: dict[str, asyncio.Task] = {}
-        self._known: dict[str, str] = {}  # service name -> peer id
+        self._waiting: OrderedDict[str, None] = OrderedDict()
+        self._retries: dict[str, int] = {}  # unresolved services: tries so far
+        self._known: dict[str, str] = {}  # service name -> peer id (MAX_KNOWN_SERVICES)
+        #: records ignored, by reason (the first of each service and reason is logged,
+        #: then the 10th, 100th... of a reason)
+        self.ignored_counts: dict[str, int] = {}
         self._lock = asyncio.Lock()
         self.problem: str | None = None
 
@@ -281,6 +205,7 @@ class Discovery:
             await self._stop()
 
     async def _stop(self) -> None:
+        self._waiting.clear()
         for t in list(self._resolving.values()):
             t.cancel()
         if self._resolving:
@@ -306,6 +231,7 @@ class Discovery:
         self, zeroconf: Zeroconf, service_type: str, name: str, state_change: ServiceStateChange
     ) -> None:
         if state_change is ServiceStateChange.Removed:
+            self._waiting.pop(name, None)
             task = self._resolving.pop(name, None)
             if task is not None:
                 task.cancel()
@@ -319,7 +245,33 @@ class Discovery:
         old = self._resolving.get(name)
         if old is not None and not old.done():
             return
-        self._resolving[name] = asyncio.create_task(self._resolve(name), name=f"mdns-{name}")
+        self._waiting[name] = None
+        self._waiting.move_to_end(name)
+        if len(self._waiting) > L.MAX_RESOLVE_QUEUE:
+            dropped, _ = self._waiting.popitem(last=False)
+            self._count("resolve_queue_full", f"{dropped} dropped unresolved: over "
+                        f"{L.MAX_RESOLVE_QUEUE} services waiting")
+        self._pump()
+
+    def _retry_later(self, name: str) -> None:
+        """Queue an unresolved service again, after 2, 4, 8 s (its answer may have been
+        lost among a flood's packets; zeroconf will not tell us of it again)."""
+        tries = self._retries[name] = self._retries.get(name, 0) + 1
+        if len(self._retries) > L.MAX_RESOLVE_QUEUE:
+            del self._retries[next(iter(self._retries))]
+        if tries <= 3:
+            asyncio.get_running_loop().call_later(2.0 ** tries, self._requeue, name)
+
+    def _requeue(self, name: str) -> None:
+        if self._azc is not None and name not in self._resolving:
+            self._waiting[name] = None
+            self._pump()
+
+    def _pump(self) -> None:
+        while self._waiting and len(self._resolving) < L.MAX_RESOLVING and self._azc:
+            name, _ = self._waiting.popitem(last=False)
+            self._resolving[name] = asyncio.create_task(self._resolve(name),
+                                                        name=f"mdns-{name}")
 
     async def _resolve(self, name: str) -> None:
         azc = self._azc
@@ -327,14 +279,18 @@ class Discovery:
             return
         info = AsyncServiceInfo(SERVICE_TYPE, name)
         try:
-            ok = await info.async_request(azc.zeroconf, 3000)
+            # 3 s for a peer's answer; a fraction of that while a queue waits (a flood of
+            # records with no SRV/TXT/A would otherwise hold real peers up for minutes)
+            ok = await info.async_request(azc.zeroconf, 3000 if not self._waiting else 1000)
         except Exception as e:
             self._ignore(name, "unresolvable", str(e))
             return
         finally:
             self._resolving.pop(name, None)
+            self._pump()
         if not ok:
             self._ignore(name, "unresolvable", "no answer to the SRV/TXT/A query")
+            self._retry_later(name)
             return
         try:
             record = parse_record(
@@ -357,7 +313,17 @@ class Discovery:
             self._ignore(name, "duplicate_id", f"id {record.id} is already {holder}")
             return
         self._known[name] = record.id
+        if len(self._known) > L.MAX_KNOWN_SERVICES:
+            del self._known[next(iter(self._known))]
         self.on_found(record)
+
+    def _count(self, reason: str, detail: str) -> bool:
+        """Count one; True when this one is worth a log line (1st, 10th, 100th...)."""
+        n = self.ignored_counts[reason] = self.ignored_counts.get(reason, 0) + 1
+        if n == 1 or str(n).strip("0") == "1":
+            log.warning("mDNS: %s (%d so far)", detail, n)
+            return True
+        return False
 
     def _ignore(self, service: str, reason: str, detail: str) -> None:
         for ig in self.ignored:
@@ -365,7 +331,7 @@ class Discovery:
                 ig.detail = detail
                 return
         self.ignored.append(Ignored(service, reason, detail))
-        log.warning("mDNS: ignoring %s: %s%s", service, reason, f" ({detail})" if detail else "")
+        self._count(reason, f"ignoring {service}: {reason}" + (f" ({detail})" if detail else ""))
 
 
 def _dns_label(name: str) -> str:

@@ -1,21 +1,28 @@
-"""Where events go besides /v1/events: the log, and the --events file (JSON lines)."""
+"""Where events go besides /v1/events: the log, and the --events file (JSON lines).
+
+The file is bounded: past EVENTS_FILE_MAX_BYTES it is renamed to FILE.1 (replacing an
+older one) and a new FILE is started, so at most twice that is kept (issue 18)."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from typing import Any, TextIO
 
+from exotray.agent.limits import EVENTS_FILE_MAX_BYTES
 from exotray.agent.throttle import Throttled
 
 log = logging.getLogger("exotray.agent.runtime")
 
 
 class EventSink:
-    def __init__(self, throttled: Throttled) -> None:
+    def __init__(self, throttled: Throttled, max_bytes: int = EVENTS_FILE_MAX_BYTES) -> None:
         self._throttled = throttled
         self._file: TextIO | None = None
+        self._path: str | None = None
+        self.max_bytes = max_bytes
 
     def open(self, where: str | None) -> None:
         """`-` is stdout, a path is appended to, None or "" is the log only; OSError
@@ -24,6 +31,18 @@ class EventSink:
             self._file = sys.stdout
         elif where:
             self._file = open(where, "a", encoding="utf-8")  # noqa: SIM115
+            self._path = where
+
+    def _rotate(self) -> None:
+        assert self._file is not None and self._path is not None
+        self._file.close()
+        self._file = None
+        try:
+            os.replace(self._path, self._path + ".1")
+        finally:  # if the rename fails, keep appending (the error is logged by the caller)
+            self._file = open(self._path, "a", encoding="utf-8")  # noqa: SIM115
+        log.info("events file %s over %d bytes: the older part is now %s.1", self._path,
+                 self.max_bytes, self._path)
 
     def close(self) -> None:
         if self._file is not None and self._file is not sys.stdout:
@@ -56,5 +75,7 @@ class EventSink:
             try:
                 self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
                 self._file.flush()
+                if self._path is not None and self._file.tell() > self.max_bytes:
+                    self._rotate()
             except (OSError, ValueError) as e:
                 self._throttled("events", logging.ERROR, "cannot write events: %s", e)

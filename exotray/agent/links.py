@@ -45,6 +45,8 @@ class Link:
     history: Ring
     first_probe: float | None = None
     last_reply: float | None = None
+    #: probes that timed out (or could not be sent) since the last reply
+    lost_since_reply: int = 0
     up: bool = False
     local_interface: str | None = None
     route_checked: float = -1e9

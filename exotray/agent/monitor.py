@@ -217,11 +217,13 @@ class InterfaceMonitor:
                     out.append(addr)
         return sorted(out)
 
-    def local_networks(self) -> list[ipaddress.IPv4Network]:
+    def local_networks(self, only: list[str] | None = None) -> list[ipaddress.IPv4Network]:
+        """Our subnets; with `only`, those of the interfaces that have one of these
+        addresses (mDNS: a record is taken only for the subnets it may come from)."""
         return [
             ipaddress.IPv4Network(f"{a}/{p}", strict=False)
             for nic in self.nics.values()
-            if nic.up
+            if nic.up and (only is None or any(a in only for a, _ in nic.networks))
             for a, p in nic.networks
         ]
 

@@ -11,9 +11,12 @@ peer going up or down) it is told through callbacks.
 from __future__ import annotations
 
 import logging
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from exotray.agent import limits as L
 
 if TYPE_CHECKING:
     from exotray.agent.discovery import PeerRecord
@@ -26,6 +29,10 @@ log = logging.getLogger(__name__)
 PEER_FORGET_S = 600.0
 #: an mDNS address that never answered for this long, while another does, is dropped
 STALE_ADDRESS_S = 15.0
+#: a link is down only once this many of its probes have gone unanswered since its last
+#: reply, however long that was: a loop that ran late sent fewer probes, and a probe not
+#: sent is not a lost one (issue 18 finding 10: a starved machine cried wolf)
+MIN_LOST_FOR_DOWN = 2
 
 
 @dataclass
@@ -49,6 +56,9 @@ class Peer:
     authenticated: bool = False
     down_since: float | None = None
     resolve_after: float = 0.0
+    #: when it entered the table, and whether any of its links ever answered a probe
+    seen_at: float = 0.0
+    ever_up: bool = False
 
 
 def _ignore(*_: object) -> None:
@@ -76,6 +86,12 @@ class PeerTable:
         self.peers: dict[str, Peer] = {}
         self.links: dict[Target, Link] = {}
         self.paused = False
+        #: mDNS peers and addresses refused by the limits (limits.py), by reason
+        self.refused: dict[str, int] = {}
+        #: mDNS records refused for want of room, tried again as peers that never answer
+        #: are let go (zeroconf tells of a record once: a real peer that announced itself
+        #: during a flood must still get in)
+        self.waiting: OrderedDict[str, PeerRecord] = OrderedDict()
 
     # -- membership ------------------------------------------------------------------
     def add_manual(self, host: str, port: int) -> Peer:
@@ -84,8 +100,8 @@ class PeerTable:
         peer = self.peers.get(key)
         if peer is None:
             peer = self.peers[key] = Peer(
-                key=key, host=host, port=port, sources={"manual"}, down_since=self.clock()
-            )
+                key=key, host=host, port=port, sources={"manual"}, down_since=self.clock(),
+                seen_at=self.clock())
         return peer
 
     def by_id(self, peer_id: str) -> Peer | None:
@@ -97,6 +113,10 @@ class PeerTable:
     def set_targets(self, peer: Peer) -> None:
         """Recompute a peer's address list and create/remove its links to match."""
         wanted = list(dict.fromkeys(peer.manual_targets + peer.mdns_targets))
+        if len(wanted) > L.MAX_LINKS_PER_PEER:
+            self._refuse("links_per_peer", "peer %s: %d addresses; probing the first %d",
+                         peer.name or peer.key, len(wanted), L.MAX_LINKS_PER_PEER)
+            wanted = wanted[:L.MAX_LINKS_PER_PEER]
         for t in peer.addresses:
             if t not in wanted:
                 self._drop_link(t)
@@ -120,19 +140,80 @@ class PeerTable:
         if peer.was_up:
             self.on_peer_event(peer, False, why)
 
+    def _refuse(self, reason: str, msg: str, *args: object) -> None:
+        """Count a refusal; log the 1st, 10th, 100th... of each reason (a flood is a
+        handful of lines)."""
+        n = self.refused[reason] = self.refused.get(reason, 0) + 1
+        if n == 1 or str(n).strip("0") == "1":
+            log.warning(msg + " (refusal %d of this kind)", *args, n)
+
+    def _free_addresses(self, targets: list[Target], peer: Peer | None) -> list[Target]:
+        """The targets whose address is not already announced by
+        MAX_MDNS_PEERS_PER_ADDRESS other mDNS peers (100 services naming one bystander
+        would make every agent that hears them probe it)."""
+        used = Counter(a for p in self.peers.values() if p is not peer
+                       for a in {t[0] for t in p.mdns_targets})
+        return [t for t in targets if used[t[0]] < L.MAX_MDNS_PEERS_PER_ADDRESS]
+
+    def _evict_one(self, now: float) -> bool:
+        """Make room: forget the oldest mDNS peer that has never answered a probe, though
+        each of its links was probed NEVER_UP_EVICT_S ago or more (so a real peer always
+        has its chance, however many wait). False when every peer is worth keeping."""
+        probed: dict[int, bool] = {}
+        for lk in self.links.values():
+            ok = lk.first_probe is not None and now - lk.first_probe >= L.NEVER_UP_EVICT_S
+            probed[id(lk.peer)] = probed.get(id(lk.peer), True) and ok
+        idle = [p for p in self.peers.values() if p.sources == {"mdns"} and not p.ever_up
+                and now - p.seen_at >= L.NEVER_UP_EVICT_S and probed.get(id(p), True)]
+        if not idle:
+            return False
+        self.remove(min(idle, key=lambda p: p.seen_at), "replaced: never answered")
+        return True
+
     def mdns_found(self, rec: PeerRecord) -> None:
         peer = self.by_id(rec.id)
+        now = self.clock()
+        targets = [(a, rec.port) for a in rec.addresses][:L.MAX_ADDRESSES_PER_RECORD]
+        free = self._free_addresses(targets, peer)
+        if len(free) < len(targets):
+            self._refuse("address_shared", "mDNS: %s (%s) announces %s, already announced "
+                         "by %d other peers; not probing it", rec.name, rec.id,
+                         ", ".join(a for a, _ in targets if (a, _) not in free),
+                         L.MAX_MDNS_PEERS_PER_ADDRESS)
         if peer is None:
+            if not free:
+                return
+            if len(self.peers) >= L.MAX_PEERS and not self._evict_one(now):
+                self._refuse("peers", "mDNS: %s (%s) not added yet: %d peers already (the "
+                             "limit)", rec.name, rec.id, L.MAX_PEERS)
+                self.waiting[rec.id] = rec
+                self.waiting.move_to_end(rec.id)
+                if len(self.waiting) > L.MAX_WAITING_PEERS:
+                    self.waiting.popitem(last=False)
+                return
             peer = Peer(key=f"mdns:{rec.id}", host=None, port=rec.port, id=rec.id,
-                        name=rec.name, down_since=self.clock())
+                        name=rec.name, down_since=now, seen_at=now)
             self.peers[peer.key] = peer
-            log.info("mDNS: found %s (%s) at %s", rec.name, rec.id, ", ".join(rec.addresses))
+            # past a few dozen peers (a flood?) the log would say little else
+            (log.info if len(self.peers) <= 32 else log.debug)(
+                "mDNS: found %s (%s) at %s", rec.name, rec.id, ", ".join(a for a, _ in free))
         peer.sources.add("mdns")
         peer.name = peer.name or rec.name
-        peer.mdns_targets = [(a, rec.port) for a in rec.addresses]
+        peer.mdns_targets = free
         self.set_targets(peer)
 
+    def _admit_waiting(self, now: float) -> None:
+        """Let in refused records, newest first, while there is room or a peer that
+        never answered can make room. Newest first: a flood arrives in a burst, so a real
+        peer that announces itself during or after one is among the last refused, and
+        gets in at the first chance instead of behind the whole burst."""
+        while self.waiting and (len(self.peers) < L.MAX_PEERS or self._evict_one(now)):
+            _, rec = self.waiting.popitem(last=True)
+            if self.by_id(rec.id) is None:
+                self.mdns_found(rec)
+
     def mdns_removed(self, peer_id: str) -> None:
+        self.waiting.pop(peer_id, None)
         peer = self.by_id(peer_id)
         if peer is None:
             return
@@ -170,6 +251,7 @@ class PeerTable:
         """A probe reply came back on `link`."""
         if link.last_reply is None or now > link.last_reply:
             link.last_reply = now
+        link.lost_since_reply = 0
         if not link.up:
             self.update_liveness(now)
 
@@ -180,13 +262,15 @@ class PeerTable:
         up_peers: set[int] = set()
         for link in self.links.values():
             was_up = link.up
-            link.up = link.last_reply is not None and now - link.last_reply < limit
+            link.up = link.last_reply is not None and (
+                now - link.last_reply < limit or link.lost_since_reply < MIN_LOST_FOR_DOWN)
             if link.up:
                 up_peers.add(id(link.peer))
             elif was_up:
                 link.path.recheck()  # an ambiguous on-link peer may now be elsewhere
         for peer in list(self.peers.values()):
             is_up = id(peer) in up_peers
+            peer.ever_up = peer.ever_up or is_up
             if is_up != peer.was_up:
                 peer.was_up = is_up
                 peer.down_since = None if is_up else now
@@ -199,12 +283,19 @@ class PeerTable:
             if link.last_reply is not None:
                 link.last_reply = max(link.last_reply, now - grace_s)
 
-    def best_target(self, peer: Peer, now: float) -> Target:
-        """The address to talk to a peer at: its fastest link that is up, else its first."""
+    def answered(self, host: str) -> bool:
+        """Whether `host` is the address of a link that answers our probes now."""
+        return any(lk.up and lk.target[0] == host for lk in self.links.values())
+
+    def best_target(self, peer: Peer, now: float) -> Target | None:
+        """The address to fetch a peer's snapshot from: its fastest link that is up,
+        else its first manual address (the user named it), else None: an address only
+        mDNS named is never fetched from before it has answered a probe (so an
+        announcement cannot aim our HTTP client at a bystander)."""
         up = [lk for lk in self.links.values() if lk.peer is peer and lk.up]
         if up:
             return min(up, key=lambda lk: lk.rtt.summary(now).median_ms or 1e9).target
-        return peer.addresses[0]
+        return next((t for t in peer.addresses if t in peer.manual_targets), None)
 
     # -- pruning ---------------------------------------------------------------------
     def prune(self, now: float) -> None:
@@ -229,6 +320,16 @@ class PeerTable:
                                  lk.target[0])
                         p.mdns_targets = [t for t in p.mdns_targets if t != lk.target]
                         self.set_targets(p)
+        never = [p for p in self.peers.values() if p.sources == {"mdns"} and not p.ever_up
+                 and now - p.seen_at > L.NEVER_UP_FORGET_S]
+        for p in never:
+            self.remove(p, "never answered")
+        self._admit_waiting(now)
+        if never:
+            log.info("forgot %d mDNS peer(s) that never answered a probe in %.0f s: %s",
+                     len(never), L.NEVER_UP_FORGET_S,
+                     ", ".join(p.name or p.key for p in never[:5])
+                     + (", ..." if len(never) > 5 else ""))
         for p in list(self.peers.values()):
             if p.snapshot_at is not None and now - p.snapshot_at > PEER_FORGET_S:
                 p.snapshot = None

@@ -270,6 +270,10 @@ class ProbeSocket:
             del self._pending[seq]
 
     # -- receiving -------------------------------------------------------------------
+    def drain(self) -> None:
+        """Handle what has arrived (the probe tick calls this before `expire`)."""
+        self._readable()
+
     def _readable(self) -> None:
         sock = self.sock
         if sock is None:

@@ -14,6 +14,7 @@ import logging
 import socket
 from collections.abc import Callable
 
+from exotray.agent import limits as L
 from exotray.agent import onlink, sampler
 from exotray.agent.links import Link, Target
 from exotray.agent.monitor import InterfaceMonitor
@@ -33,6 +34,10 @@ class Prober:
         self.socket: ProbeSocket | None = None
         self._reply_via_cache: dict[tuple[str, int], int | None] = {}
         self._reply_via_for: object = None
+        #: probes to addresses that have never answered: a token bucket (see tick)
+        self._tokens = float(L.UNANSWERED_PROBES_PER_S)
+        self._tokens_at: float | None = None
+        self._last_sent: dict[Target, float] = {}
 
     def open(self, bind: str, port: int, udp: socket.socket, *, timeout_s: float,
              key: bytes | None) -> ProbeSocket:
@@ -56,15 +61,39 @@ class Prober:
         with replies and goodbyes, where it moves)."""
         probe = self.socket
         assert probe is not None
+        # Replies already here are replies, even when this tick runs late (a starved
+        # loop): read them before anything still outstanding is declared lost.
+        probe.drain()
         probe.expire()
         if paused:
             return
         now = self.clock()
-        for link in self.table.links.values():
+        for link in self._to_probe(now):
             if link.first_probe is None:
                 link.first_probe = now
+            self._last_sent[link.target] = now
             self.send(link)
         self.table.update_liveness(now)
+
+    def _to_probe(self, now: float) -> list[Link]:
+        """Every link that has answered; of those that never did, as many as
+        UNANSWERED_PROBES_PER_S allows, the longest unprobed first. A probe to an address
+        nobody has (a flood's announcements) waits in the kernel for ARP for seconds,
+        charged to our one probe socket's send buffer: unbounded, they filled it and no
+        probe or reply to a real peer could leave (issue 18)."""
+        if self._tokens_at is not None:
+            self._tokens = min(float(L.UNANSWERED_PROBES_PER_S),
+                               self._tokens + (now - self._tokens_at) * L.UNANSWERED_PROBES_PER_S)
+        self._tokens_at = now
+        links = list(self.table.links.values())
+        if len(self._last_sent) > 2 * len(links) + 64:
+            self._last_sent = {t: v for t, v in self._last_sent.items() if t in self.table.links}
+        out = [lk for lk in links if lk.last_reply is not None]
+        never = sorted((lk for lk in links if lk.last_reply is None),
+                       key=lambda lk: self._last_sent.get(lk.target, -1e18))
+        n = min(len(never), int(self._tokens))
+        self._tokens -= n
+        return out + never[:n]
 
     def send(self, link: Link) -> None:
         """One probe, through the link's on-link interface when it has one."""
@@ -101,6 +130,7 @@ class Prober:
         if link is not None:
             link.rtt.lost(sent_at)
             link.queue.lost(sent_at)
+            link.lost_since_reply += 1
 
     # -- paths -------------------------------------------------------------------------
     def route(self, link: Link, now: float, recheck: bool = False) -> None:

@@ -225,11 +225,11 @@ class Agent:
             links=self.links.values(), probe=self.probe, platform=self.platform,
             paused=self.paused, shared_counters=self.sharing.counters, exo=self.exo)
 
-    def cluster(self) -> dict[str, Any]:
+    def cluster(self, local: bool = True) -> dict[str, Any]:
         """Every node's snapshot with its age, our peer table and mDNS (/v1/cluster)."""
         return views.cluster(node_id=self.node_id, own=self.snapshot(),
                              authenticated=self.key is not None, peers=self.peers.values(),
-                             now=self.clock(),
+                             now=self.clock(), local=local,
                              discovery=views.discovery(self.settings.mdns, self.discovery),
                              sharing=(self.settings.sharing, self.sharing.protocol_of))
 
@@ -314,8 +314,8 @@ class Agent:
         probe = self.prober.open(s.bind, self.port, udp, timeout_s=max(1.0, self.interval),
                                  key=self.key)
         # Listens only during a consented test, on an ephemeral port (or capacity_port).
-        self.captest = CapacityTester(s.bind, s.capacity_port or None,
-                                      allow=s.allow_capacity_tests)
+        self.captest = CapacityTester(s.bind, s.capacity_port or None, allow=s.allow_capacity_tests,
+                                      known=self.table.answered, key=lambda: self.key)
         self._server = make_server(create_app(self, registry_for(self),
                                               self.sharing.routes()))
         # Kinds first: mDNS skips VPN interfaces by their kind.
@@ -329,7 +329,7 @@ class Agent:
             self.discovery = Discovery(
                 node_id=self.node_id, name=s.name, port=self.port,
                 on_found=self.table.mdns_found, on_removed=self.table.mdns_removed,
-                local_networks=self.monitor.local_networks,
+                local_networks=lambda: self.monitor.local_networks(self.mdns_addresses()),
             )
             await self.discovery.start(self.mdns_addresses())
         api = self.loops.run("api", self._server.serve(sockets=[tcp]))

@@ -10,6 +10,9 @@ from collections.abc import Iterator
 import uvicorn
 from starlette.applications import Starlette
 
+from exotray.agent import limits as L
+from exotray.agent.guard import guarded_protocol
+
 
 class _Server(uvicorn.Server):
     """uvicorn inside our loop: the agent owns signals, not uvicorn."""
@@ -45,14 +48,18 @@ def bind_pair(bind: str, port: int, attempts: int = 20) -> tuple[socket.socket, 
 
 
 def make_server(app: Starlette) -> uvicorn.Server:
+    """uvicorn with h11 and the connection limits of guard.py (per LAN source and in
+    total, a head timeout, a send timeout; loopback never refused). No uvicorn
+    `limit_concurrency`: it answered loopback 503 once 128 idle LAN connections were
+    open (issue 18 finding 6)."""
     return _Server(uvicorn.Config(
         app,
+        http=guarded_protocol(),
         log_config=None,
         log_level="warning",
         access_log=False,
         lifespan="off",
         server_header=False,
-        timeout_keep_alive=30,
-        limit_concurrency=128,
+        timeout_keep_alive=int(L.KEEPALIVE_S),
         h11_max_incomplete_event_size=16 * 1024,
     ))

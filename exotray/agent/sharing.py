@@ -72,8 +72,10 @@ class PollSharing:
         finished: a slow or hostile peer (slowloris) delays only itself."""
         for key in [k for k, t in self._fetching.items() if t.done()]:
             del self._fetching[key]
+        now = self.clock()
         for p in self.table.peers.values() if peers is None else peers:
-            if p.addresses and p.key not in self._fetching:
+            # only from an address that answered a probe, or one the user named
+            if p.key not in self._fetching and self.table.best_target(p, now) is not None:
                 self._fetching[p.key] = asyncio.create_task(self._fetch(p),
                                                             name=f"fetch-{p.key}")
 
@@ -89,12 +91,27 @@ class PollSharing:
         await asyncio.gather(*self._fetching.values(), return_exceptions=True)
         self._fetching = {}
 
-    async def _get(self, peer: Peer) -> tuple[bytes, httpx.Headers]:
-        addr, port = self.table.best_target(peer, self.clock())
-        url = f"http://{addr}:{port}/v1/snapshot"
-        client = self.clients.for_link(self.table.links.get((addr, port)))
-        async with asyncio.timeout(max(0.5, min(2.0, self._interval()))):
-            async with client.stream("GET", url) as resp:
+    async def _get(self, peer: Peer) -> tuple[bytes, httpx.Headers] | None:
+        """The peer's snapshot, or None when it has no address to fetch from (yet, or any
+        more: a goodbye may empty it while this fetch waited for its turn).
+
+        Bounded without cancelling anything inside httpx (a request cancelled from outside
+        while the pool is contended can leak its connection slot for good): at most
+        MAX_FETCHES at once (a semaphore taken before the client is touched), httpx's own
+        connect/read/write/pool timeouts, and a total deadline checked between chunks (a
+        peer sending a byte a second)."""
+        budget = max(0.5, min(2.0, self._interval()))
+        timeout = httpx.Timeout(budget, connect=min(1.0, budget))
+        loop = asyncio.get_running_loop()
+        async with self.clients.fetch_slots:
+            target = self.table.best_target(peer, self.clock())
+            if target is None:
+                return None
+            addr, port = target
+            client = self.clients.for_link(self.table.links.get(target))
+            deadline = loop.time() + 2 * budget
+            async with client.stream("GET", f"http://{addr}:{port}/v1/snapshot",
+                                     timeout=timeout) as resp:
                 if resp.status_code != 200:
                     raise httpx.HTTPStatusError(
                         f"HTTP {resp.status_code}", request=resp.request, response=resp
@@ -107,11 +124,16 @@ class PollSharing:
                     body += chunk
                     if len(body) > MAX_SNAPSHOT_BYTES:
                         raise SnapshotRejected("too_large", f"over {MAX_SNAPSHOT_BYTES} bytes")
+                    if loop.time() > deadline:
+                        raise TimeoutError(f"snapshot not complete after {2 * budget:g} s")
         return bytes(body), resp.headers
 
     async def _fetch(self, peer: Peer) -> None:
         try:
-            body, headers = await self._get(peer)
+            got = await self._get(peer)
+            if got is None:
+                return
+            body, headers = got
             key = self._key()
             if key is not None and not signed_by(key, body, headers.get(SIGNATURE_HEADER, "")):
                 peer.authenticated = False

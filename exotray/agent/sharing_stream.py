@@ -17,6 +17,7 @@ logged, and the next connection starts again from a full snapshot.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import re
@@ -212,13 +213,8 @@ class StreamSharing:
                  key: Callable[[], bytes | None], interval: Callable[[], float],
                  clock: Callable[[], float], throttled: Throttled,
                  snapshot: Callable[[], dict]) -> None:
-        self.table = table
-        self.clients = clients
-        self.node_id = node_id
-        self._key = key
-        self._interval = interval
-        self.clock = clock
-        self._throttled = throttled
+        self.table, self.clients, self.node_id = table, clients, node_id
+        self._key, self._interval, self.clock, self._throttled = key, interval, clock, throttled
         #: peers without /v1/stream are polled by this one, sharing our counters
         self._poll = PollSharing(table, clients, node_id=node_id, key=key,
                                  interval=interval, clock=clock, throttled=throttled)
@@ -248,7 +244,8 @@ class StreamSharing:
         if self._produce_every != self._interval():
             self._produce_every = self._interval()
             self._loops.every("stream-produce", self._produce_every, self.producer.publish)
-        live = {p.key for p in self.table.peers.values() if p.addresses}
+        live = {p.key for p in self.table.peers.values()
+                if self.table.best_target(p, now) is not None}
         for k, t in list(self._following.items()):
             if k not in live:
                 t.cancel()  # kept until it has ended: stop() waits for it
@@ -259,7 +256,7 @@ class StreamSharing:
             self._poll_until.pop(k, None)
         polled = []
         for p in self.table.peers.values():
-            if not p.addresses or p.key in self._following:
+            if p.key not in live or p.key in self._following:
                 continue
             if self._poll_until.get(p.key, 0.0) > now:
                 polled.append(p)
@@ -279,8 +276,7 @@ class StreamSharing:
 
     # -- following one peer ------------------------------------------------------------
     async def _follow(self, peer: Peer) -> None:
-        """Follow a peer's stream, reconnecting after errors, until it has none (then it
-        is polled for NO_STREAM_RETRY_S) or we stop."""
+        """Follow a peer's stream, reconnecting after errors, until it has none or we stop."""
         failures = 0
         while True:
             ok = await self._connect(peer)
@@ -291,8 +287,7 @@ class StreamSharing:
             await asyncio.sleep(min(MAX_BACKOFF_S, self._interval() * 2 ** failures / 2))
 
     async def _connect(self, peer: Peer) -> bool | None:
-        """One connection: True if it delivered a snapshot, False if not, None if the
-        peer has no stream."""
+        """One connection: True if it delivered a snapshot, False if not, None: no stream."""
         got = False
         try:
             got = await self._read(peer)
@@ -329,13 +324,19 @@ class StreamSharing:
                         "peer %s: stream frame dropped (%s); resynchronising", peer.key, e)
 
     async def _read(self, peer: Peer) -> bool:
-        addr, port = self.table.best_target(peer, self.clock())
-        nonce = secrets.token_hex(16)
-        client = self.clients.for_link(self.table.links.get((addr, port)))
-        timeout = httpx.Timeout(None, connect=1.0, write=2.0, pool=2.0)  # quiet: see below
+        """One connection, opened in a fetch slot with httpx's timeouts only (nothing
+        cancels it inside httpx's pool); the quiet timer bounds the body, once it flows."""
+        async with self.clients.fetch_slots:
+            if (target := self.table.best_target(peer, self.clock())) is None:
+                return False
+            nonce = secrets.token_hex(16)
+            client = self.clients.for_link(self.table.links.get(target))
+            timeout = httpx.Timeout(None, connect=1.0, write=2.0, pool=2.0)  # quiet: below
+            resp = await client.send(client.build_request(
+                "GET", f"http://{target[0]}:{target[1]}{STREAM_PATH}", params={"nonce": nonce},
+                timeout=timeout), stream=True)
         loop, got = asyncio.get_running_loop(), False
-        async with client.stream("GET", f"http://{addr}:{port}{STREAM_PATH}",
-                                 params={"nonce": nonce}, timeout=timeout) as resp:
+        async with contextlib.aclosing(resp):
             if resp.status_code in (404, 405, 501):
                 raise _NoStream
             if resp.status_code != 200:

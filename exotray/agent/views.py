@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from exotray import PROTO, __version__
+from exotray.agent import limits as L
 from exotray.agent.links import Link, queue_reading, r
 from exotray.agent.monitor import IfaceState, InterfaceMonitor
 from exotray.agent.peers import Peer
@@ -133,10 +134,16 @@ def snapshot(*, node_id: str, name: str, interval: float, now: float,
 def cluster(*, node_id: str, own: dict[str, Any], authenticated: bool,
             peers: Iterable[Peer], now: float, discovery: dict[str, Any],
             sharing: tuple[str, Callable[[Peer], str | None]] | None = None,
-            ) -> dict[str, Any]:
+            local: bool = True) -> dict[str, Any]:
     """This node's snapshot first, then every peer's latest valid one, each with its age
     on our clock (the sender says how old its data was). `sharing`: our protocol, and
-    the one each peer speaks to us (never a silent half-view in a mixed cluster)."""
+    the one each peer speaks to us (never a silent half-view in a mixed cluster).
+
+    Bounded whatever peers send: a peer's node shows at most MAX_CLUSTER_LINKS_PER_NODE
+    links and MAX_CLUSTER_IFACES_PER_NODE interfaces (`truncated` counts the rest). A
+    client that is not `local` (not on loopback) does not get `last_error`: what went
+    wrong talking to other hosts (refused, timed out...) would make us a port scanner's
+    oracle."""
     peers = list(peers)
     nodes = [{**own, "age_s": own["data_age_s"], "reachable": True,
               "authenticated": authenticated}]
@@ -144,9 +151,16 @@ def cluster(*, node_id: str, own: dict[str, Any], authenticated: bool,
         if p.snapshot is None or p.snapshot_at is None:
             continue
         age = (now - p.snapshot_at) + p.snapshot.data_age_s
+        node = dump(p.snapshot)
+        cut = (max(0, len(node["links"]) - L.MAX_CLUSTER_LINKS_PER_NODE)
+               + max(0, len(node["interfaces"]) - L.MAX_CLUSTER_IFACES_PER_NODE))
+        if cut:
+            node["links"] = node["links"][:L.MAX_CLUSTER_LINKS_PER_NODE]
+            node["interfaces"] = node["interfaces"][:L.MAX_CLUSTER_IFACES_PER_NODE]
+            node["truncated"] = cut
         nodes.append(
             {
-                **dump(p.snapshot),
+                **node,
                 "age_s": round(age, 3),
                 "reachable": p.reachable,
                 "authenticated": p.authenticated,
@@ -162,7 +176,7 @@ def cluster(*, node_id: str, own: dict[str, Any], authenticated: bool,
             "up": p.was_up,
             "reachable": p.reachable,
             "authenticated": p.authenticated,
-            "last_error": p.last_error,
+            "last_error": p.last_error if local else None,
             "sharing": sharing[1](p) if sharing else None,
         }
         for p in peers

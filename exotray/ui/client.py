@@ -4,6 +4,11 @@ One worker thread owns an httpx.Client and, each interval, fetches /v1/cluster a
 new /v1/events; requests from the GUI (history, settings, pause) are queued to the same
 thread. Results come back as Qt signals, delivered on the GUI thread. The GUI never
 blocks on the network.
+
+Only the latest cluster view is kept for the GUI: the worker replaces a view the GUI has
+not taken yet instead of queueing another, so a GUI that is slow to draw a big cluster
+gets the newest view when it is ready and never a backlog (issue 18 finding 4: views
+emitted every second piled up in Qt's event queue, gigabytes of them).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ class AgentClient(QObject):
     eventsArrived = Signal(list)
     #: (request id, result dict or None, error text or None) for queued requests
     replied = Signal(int, object, object)
+    #: a view waits in `_latest` (at most one such signal is ever queued)
+    _viewWaiting = Signal()
 
     def __init__(self, port: int, state_dir: Path, interval: float = 1.0,
                  host: str = "127.0.0.1", parent: QObject | None = None) -> None:
@@ -45,6 +52,11 @@ class AgentClient(QObject):
         self._callbacks: dict[int, Callable[[Any, str | None], None]] = {}
         self._after: int | None = None
         self.replied.connect(self._dispatch)
+        self._latest_lock = threading.Lock()
+        self._latest: tuple[Any] | None = None  # (view,) not yet taken by the GUI
+        self._viewWaiting.connect(self._deliver)
+        #: views replaced before the GUI took them (for tests and diagnostics)
+        self.views_skipped = 0
 
     # -- GUI-thread API ---------------------------------------------------------------
     def start(self) -> None:
@@ -94,6 +106,22 @@ class AgentClient(QObject):
         return self.request("POST", "/v1/control/pause", {"paused": paused}, done,
                             control=True)
 
+    def _deliver(self) -> None:
+        """GUI thread: hand out the latest view."""
+        with self._latest_lock:
+            item, self._latest = self._latest, None
+        if item is not None:
+            self.clusterChanged.emit(item[0])
+
+    def _publish(self, view: Any) -> None:
+        """Worker thread: make `view` the latest; signal only if none was waiting."""
+        with self._latest_lock:
+            waiting = self._latest is not None
+            self.views_skipped += waiting
+            self._latest = (view,)
+        if not waiting:
+            self._viewWaiting.emit()
+
     def _dispatch(self, rid: int, result: Any, error: Any) -> None:
         cb = self._callbacks.pop(rid, None)
         if cb is not None:
@@ -125,9 +153,9 @@ class AgentClient(QObject):
             cluster = r.json()
         except (httpx.HTTPError, ValueError):
             self._after = None  # re-attach: do not replay old events after a restart
-            self.clusterChanged.emit(None)
+            self._publish(None)
             return
-        self.clusterChanged.emit(cluster)
+        self._publish(cluster)
         try:
             r = http.get("/v1/events", params={"after": self._after or 0})
             r.raise_for_status()

@@ -119,7 +119,7 @@ def test_a_client_that_vanishes_cancels_the_test(trio):
     tok = (a.state / "control_token").read_text().strip()
     body = b'{"peer": "b", "seconds": 10, "streams": 2}'
     with socket.create_connection(("127.0.0.1", a.port)) as s:
-        s.sendall(b"POST /v1/control/measure HTTP/1.1\r\nhost: x\r\n"
+        s.sendall(b"POST /v1/control/measure HTTP/1.1\r\nhost: 127.0.0.1\r\n"
                   b"content-type: application/json\r\n"
                   b"authorization: Bearer " + tok.encode() + b"\r\n"
                   b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)

@@ -28,8 +28,8 @@ def agent(tmp_path):
         a.close()
 
 
-def _call(a, method, path, token=None, **kw):
-    headers = {"authorization": f"Bearer {token}"} if token else {}
+def _call(a, method, path, token=None, headers=None, **kw):
+    headers = {**({"authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
     return httpx.request(method, a.url + path, headers=headers, trust_env=False, **kw)
 
 
@@ -92,7 +92,8 @@ def test_bad_changes_are_refused_and_nothing_applied(agent, body, fragment):
 
 def test_oversized_body_refused(agent):
     r = _call(agent, "PUT", "/v1/control/settings", agent.token,
-              content=b'{"x": "' + b"a" * 100_000 + b'"}')
+              content=b'{"x": "' + b"a" * 100_000 + b'"}',
+              headers={"content-type": "application/json"})
     assert r.status_code == 400 and "over" in r.json()["error"]
 
 

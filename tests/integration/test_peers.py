@@ -4,6 +4,7 @@ goodbyes remove at once, silent mDNS peers leave the view after 10 minutes."""
 from __future__ import annotations
 
 from exotray.agent.discovery import PeerRecord
+from exotray.agent.limits import NEVER_UP_FORGET_S
 from exotray.agent.peers import PEER_FORGET_S
 from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings
@@ -64,6 +65,11 @@ def test_manual_and_mdns_peer_merge_into_one(tmp_path):
 def test_silent_mdns_peer_leaves_after_ten_minutes_manual_stays(tmp_path):
     agent, clock = _agent(tmp_path, peers=("10.213.0.9:52480",))
     agent.table.mdns_found(_rec())
+    mdns_target = next(t for t in agent.links if t[0] != "10.213.0.9")
+    agent.prober.on_reply(mdns_target, clock(), 0.4)  # it answered once, then went silent
+    clock.t += 3
+    for _ in range(2):
+        agent.prober.on_lost(mdns_target, clock())
     agent.table.update_liveness(clock())
     clock.t += PEER_FORGET_S - 1
     agent.table.prune(clock())
@@ -84,6 +90,10 @@ def test_peer_that_replied_then_went_silent(tmp_path):
     agent.table.update_liveness(clock())
     assert agent.links[target].up
     clock.t += 0.2
+    agent.prober.on_lost(target, clock())
+    agent.table.update_liveness(clock())
+    assert agent.links[target].up  # silent long enough, but only one probe was lost
+    agent.prober.on_lost(target, clock())
     agent.table.update_liveness(clock())
     assert not agent.links[target].up
     assert [e["type"] for e in agent.events.after(0)] == ["peer_up", "peer_down"]
@@ -105,13 +115,18 @@ def test_stale_mdns_address_is_dropped_once_another_answers(tmp_path):
     agent.prober.on_reply(("10.213.0.12", 52480), clock(), 0.3)
     agent.table.prune(clock())
     assert list(agent.links) == [("10.213.0.12", 52480)]
-    # A peer whose only address never answered keeps it (it is simply down).
+    # A peer whose only address never answered keeps it (it is simply down)...
     agent2, clock2 = _agent(tmp_path / "b")
     agent2.table.mdns_found(_rec(addrs=("10.213.0.9",)))
     next(iter(agent2.links.values())).first_probe = clock2()
-    clock2.t += 60
+    clock2.t += NEVER_UP_FORGET_S - 1
     agent2.table.prune(clock2())
     assert len(agent2.links) == 1
+    # ...until NEVER_UP_FORGET_S: then the peer is forgotten (its next announcement
+    # brings it back), not kept for ten minutes as a flood's announcements would be.
+    clock2.t += 2
+    agent2.table.prune(clock2())
+    assert agent2.links == {} and agent2.peers == {}
 
 
 def _state(agent):
@@ -130,6 +145,8 @@ def test_reading_the_snapshot_changes_nothing(tmp_path):
     agent.prober.on_reply(target, clock(), 0.4)
     assert agent.links[target].up
     clock.t += 60  # far past down_after: the next liveness update takes it down
+    for _ in range(2):
+        agent.prober.on_lost(target, clock())
     before = _state(agent)
     first = agent.snapshot()
     for _ in range(3):

@@ -87,3 +87,28 @@ def test_decode_rejects(case):
         return
     # The only decodable cases are the two semantic ones the socket layer drops.
     assert (p.type == P.REQUEST and (p.t2 or p.t3)) or p.type == P.REPLY
+
+
+def test_a_reply_that_waited_while_our_loop_was_late_is_a_reply(agent):
+    """Issue 18 finding 10: the loop stalls past the probe timeout (a starved machine)
+    while the reply waits in the socket; the next tick reads it before expiring anything,
+    so it is a reply (RTT from kernel stamps), not a lost probe."""
+    import asyncio
+
+    replies: list[float] = []
+    lost: list[float] = []
+
+    async def run() -> None:
+        ps = P.ProbeSocket(lambda _t, _s, rtt: replies.append(rtt),
+                           lambda _t, s: lost.append(s), timeout_s=0.2)
+        ps.open("127.0.0.1", 0)
+        try:
+            ps.send(("127.0.0.1", agent.port))
+            time.sleep(0.5)  # the loop stalls past the timeout; the reply arrives meanwhile
+            ps.drain()  # what the probe tick now does first
+            ps.expire()
+        finally:
+            ps.close()
+
+    asyncio.run(run())
+    assert len(replies) == 1 and not lost

@@ -47,6 +47,7 @@ def test_a_link_is_up_while_its_last_reply_is_recent(silent_s, up):
     link = table.links[("10.0.0.2", 52480)]
     table.replied(link, clock())
     clock.t += silent_s
+    link.lost_since_reply = 10  # its probes went out meanwhile and were lost
     table.update_liveness(clock())
     assert link.up is up
     assert [c for c in calls if c[0] in ("up", "down")] == (
@@ -97,3 +98,19 @@ def test_identified_merges_a_manual_peer_with_its_mdns_record():
     assert list(table.peers.values()) == [manual]
     assert manual.sources == {"manual", "mdns"}
     assert all(lk.peer is manual for lk in table.links.values())
+
+
+@pytest.mark.parametrize(("lost", "up"), [(0, True), (1, True), (2, False)])
+def test_a_late_loop_is_not_a_silent_peer(lost, up):
+    """The agent's own loop stalled for 10 s (a starved machine): it sent no probes, so
+    the peer cannot have missed them. Down takes probes that went out and were lost."""
+    table, clock, _calls = _table()
+    table.mdns_found(_rec("10.0.0.2"))
+    link = table.links[("10.0.0.2", 52480)]
+    table.replied(link, clock())
+    clock.t += 10.0  # the stall
+    link.lost_since_reply = lost
+    table.update_liveness(clock())
+    assert link.up is up
+    table.replied(link, clock())  # a reply resets the count
+    assert link.lost_since_reply == 0

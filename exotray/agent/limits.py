@@ -1,0 +1,73 @@
+"""What any host on the LAN can make the agent hold or do, bounded (issue 18).
+
+Every number here is a ceiling a hostile or broken host runs into, never one a cluster of
+real agents reaches; README.md ("Limits") lists them with their defaults. Kept in one
+place so a reviewer can see them together and tests can name them.
+"""
+
+from __future__ import annotations
+
+# -- discovery and the peer table ----------------------------------------------------------
+#: peers in the table (mDNS and manual together); a new mDNS peer beyond this is refused,
+#: unless it can take the place of one that has never answered a probe
+MAX_PEERS = 128
+#: IPv4 addresses taken from one mDNS record (each is a link); the rest are ignored
+MAX_ADDRESSES_PER_RECORD = 8
+#: links per peer, whatever their source (manual addresses + mDNS ones)
+MAX_LINKS_PER_PEER = 8
+#: mDNS peers sharing one address: more are announcements aimed at a bystander (a scan)
+MAX_MDNS_PEERS_PER_ADDRESS = 4
+#: an mDNS peer that has never answered a probe is forgotten after this long (a real one
+#: answers within a second or two; its next announcement brings it back)
+NEVER_UP_FORGET_S = 30.0
+#: ...and may be replaced by a new peer, when the table is full, this long after its
+#: first probe (a real peer answers in milliseconds)
+NEVER_UP_EVICT_S = 3.0
+#: mDNS peers refused for want of room, kept to be let in as others go (oldest dropped)
+MAX_WAITING_PEERS = 2048
+#: mDNS services waiting to be resolved; beyond this the oldest waiting one is dropped
+MAX_RESOLVE_QUEUE = 1024
+#: mDNS services resolved at the same time
+MAX_RESOLVING = 8
+#: service names remembered (for goodbyes and duplicate ids)
+MAX_KNOWN_SERVICES = 4 * MAX_PEERS
+
+#: probes per second, in all, to addresses that have never answered one (a new peer is
+#: probed within MAX_PEERS / this many seconds even with the table full of fakes)
+UNANSWERED_PROBES_PER_S = 32
+
+# -- fetching peers' snapshots -------------------------------------------------------------
+#: snapshot fetches and stream connections being opened at the same time (all peers); the
+#: HTTP client's pool never sees more waiting requests than this
+MAX_FETCHES = 16
+#: the HTTP client's connections (shared client); idle ones kept alive
+MAX_CLIENT_CONNECTIONS = 64
+MAX_CLIENT_KEEPALIVE = 32
+
+# -- the HTTP server -----------------------------------------------------------------------
+#: TCP connections open at once from one non-loopback address (loopback: no limit)
+MAX_CONNECTIONS_PER_SOURCE = 16
+#: TCP connections open at once from all non-loopback addresses together
+MAX_LAN_CONNECTIONS = 256
+#: a connection must have sent a whole request head within this long of opening
+HEADER_TIMEOUT_S = 5.0
+#: an idle keep-alive connection is closed after this long
+KEEPALIVE_S = 15.0
+#: a response not taken by the client within this long ends its connection
+SEND_TIMEOUT_S = 10.0
+
+# -- capacity tests -----------------------------------------------------------------------
+#: sessions granted to one address per window (a finished test frees the slot at once;
+#: this stops finish-and-ask-again from keeping an agent sending)
+CAPTEST_SESSIONS_PER_SOURCE = 3
+CAPTEST_WINDOW_S = 60.0
+
+# -- views -------------------------------------------------------------------------------
+#: links of one peer shown in /v1/cluster (a peer's snapshot may carry up to 1024)
+MAX_CLUSTER_LINKS_PER_NODE = 64
+#: interfaces of one peer shown in /v1/cluster
+MAX_CLUSTER_IFACES_PER_NODE = 32
+
+# -- files -------------------------------------------------------------------------------
+#: the --events file is rotated (to FILE.1, replacing an older one) beyond this size
+EVENTS_FILE_MAX_BYTES = 16 << 20

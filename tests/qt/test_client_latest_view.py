@@ -1,0 +1,59 @@
+"""The tray's client keeps only the latest cluster view for a GUI that is busy (issue 18
+finding 4): a real HTTP server on loopback serves numbered views quickly, the GUI thread
+is kept busy, and when it is free it gets one view, the newest, not a backlog."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+
+from exotray.ui.client import AgentClient
+
+
+class _Views(http.server.BaseHTTPRequestHandler):
+    served = 0
+
+    def do_GET(self):
+        if self.path.startswith("/v1/cluster"):
+            _Views.served += 1
+            body = json.dumps({"n": _Views.served, "nodes": [], "peers": []}).encode()
+        else:
+            body = json.dumps({"last_seq": 0, "events": []}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_busy_gui_gets_the_latest_view_not_a_backlog(qtbot, tmp_path):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Views)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client = AgentClient(server.server_address[1], tmp_path, interval=0.01)
+    got: list[int] = []
+    client.clusterChanged.connect(lambda view: got.append(view["n"]))
+    try:
+        client.start()
+        qtbot.waitUntil(lambda: len(got) > 0, timeout=5000)
+        # The GUI thread draws for a while without looking at its event queue...
+        served_before = _Views.served
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+        last_served = _Views.served
+        assert last_served - served_before > 10  # the worker kept fetching meanwhile
+        before = len(got)
+        qtbot.wait(20)  # ...then takes what waits for it
+        handed = got[before:]
+        assert 1 <= len(handed) <= 3, handed  # one (or a fresh one or two), not dozens
+        assert handed[0] >= last_served - 1  # and the newest there was
+        assert client.views_skipped >= last_served - served_before - 3
+    finally:
+        client.stop()
+        server.shutdown()
+        server.server_close()
