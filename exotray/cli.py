@@ -86,6 +86,9 @@ def _agent_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sharing", choices=SHARING,
                    help="how peers share snapshots: poll (default) or stream (one "
                         "connection per peer pushing deltas)")
+    p.add_argument("--history-days", type=_ranged(float, 0, 3650, " days"), metavar="DAYS",
+                   help="days of history kept in the state dir's database (default 30; 0: "
+                        "none, the last hour in memory only)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
@@ -99,7 +102,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                      ("interval", "interval"), ("threshold", "threshold"),
                      ("sustain", "sustain"), ("clear", "clear"), ("events", "events"),
                      ("state_dir", "state_dir"), ("key_file", "key_file"),
-                     ("sharing", "sharing")):
+                     ("sharing", "sharing"), ("history_days", "history_days")):
         value = getattr(args, opt)
         if value is not None:
             over[key] = value
