@@ -142,7 +142,8 @@ def create_app(agent: Services, registry: CollectorRegistry,
         now = agent.now()
         try:
             since, until = _range(request, now)
-            points = int(_number(request, "points", store.POINTS, 1, store.MAX_POINTS))
+            points = int(_number(request, "points", store.POINTS, store.MIN_POINTS,
+                                         store.MAX_POINTS))
         except ValueError as e:
             return _error(400, str(e))
         data = await agent.store.answer(

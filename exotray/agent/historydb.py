@@ -333,37 +333,36 @@ class HistoryDB:
               now: float) -> dict[str, Any] | None:
         """Columns of the series between since and until (unix s), at most `points` rows:
         from the finest tier that still keeps `since`, in equal buckets when it has more
-        rows than that. None when the series was never recorded."""
+        rows than that; the newest stretch that tier has not rolled up yet (under a
+        minute) from the finer ones. None when the series was never recorded."""
         sid = self._series_id(kind, name, create=False)
         if sid is None:
             return None
-        tier = next((t for t in self.tiers if since >= now - t.keep_s), self.tiers[-1])
+        top = next((i for i, t in enumerate(self.tiers) if since >= now - t.keep_s),
+                   len(self.tiers) - 1)
         lo, hi = round(since * 1000), round(until * 1000)
-        table = f"{kind}_{tier.name}"
-        count = self.conn.execute(f"SELECT count(*) FROM {table} WHERE series=? AND t>=? "
-                                  "AND t<=?", (sid, lo, hi)).fetchone()[0]
-        grouped = count > points
-        width = max(tier.step_ms, (hi - lo) // max(1, points) + 1) if grouped else tier.step_ms
-        if grouped and tier.step_ms:
-            width = -(-width // tier.step_ms) * tier.step_ms
-        cols = KINDS[kind][1:]
-        select = ["min(t)" if grouped else "t"]
-        for col in cols:
-            if not _numeric(col):
-                select.append(f"max({_q(col)})" if grouped else _q(col))
-            elif not grouped:
-                select += ([_q(col)] * 3 if not tier.step_ms else
-                           [_q(f"{col}_{a}") for a in ("min", "mean", "max")])
-            else:
-                select += list(_aggregates(col, bool(tier.step_ms)))
-        sql = (f"SELECT {', '.join(select)} FROM {table} WHERE series=? AND t>=? AND t<=?"
-               + (f" GROUP BY (t - {lo}) / {width}" if grouped else "") + " ORDER BY 1")
-        rows = self.conn.execute(sql, (sid, lo, hi)).fetchall()
+        # [lo, hi] split by the tiers' roll-up marks: coarse part first, finer tails after
+        segments: list[tuple[Tier, int, int]] = []
+        seg_hi = hi
+        for k in range(0, top + 1):
+            mark = self._mark(kind, self.tiers[k + 1]) if k < top else None
+            seg_lo = lo if mark is None else max(lo, mark)
+            if seg_lo <= seg_hi:
+                segments.append((self.tiers[k], seg_lo, seg_hi))
+            seg_hi = min(seg_hi, seg_lo - 1)
+        tier = self.tiers[top]
+        share = max(1, points // max(1, len(segments)))
+        tails = [self._select(kind, sid, t, a, b, share) for t, a, b in segments
+                 if t is not tier]
+        budget = max(1, points - sum(len(r) for r, _ in tails))
+        main, width = next((self._select(kind, sid, t, a, b, budget) for t, a, b in segments
+                            if t is tier), ([], tier.step_ms))
+        rows = main + [r for part, _ in reversed(tails) for r in part]
         out: dict[str, Any] = {"tier": tier.name,
                                "step_s": (width / 1000) if width else None,
                                "t": [r[0] / 1000 for r in rows]}
         i = 1
-        for col in cols:
+        for col in KINDS[kind][1:]:
             if not _numeric(col):
                 ranks = RANKS.get(col)
                 out[col] = [ranks[r[i]] if ranks and r[i] is not None else r[i] for r in rows]
@@ -375,6 +374,35 @@ class HistoryDB:
                                      for r in rows]
             i += 3
         return out
+
+    def _mark(self, kind: str, tier: Tier) -> int | None:
+        """Where `tier`'s complete buckets end (ms): later rows are only in finer tiers."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?",
+                                (f"rolled_{kind}_{tier.name}",)).fetchone()
+        return int(row[0]) if row else None
+
+    def _select(self, kind: str, sid: int, tier: Tier, lo: int, hi: int,
+                points: int) -> tuple[list[tuple], int]:
+        """Rows of one tier in [lo, hi], bucketed when more than `points`; and the width."""
+        table = f"{kind}_{tier.name}"
+        count = self.conn.execute(f"SELECT count(*) FROM {table} WHERE series=? AND t>=? "
+                                  "AND t<=?", (sid, lo, hi)).fetchone()[0]
+        grouped = count > points
+        width = max(tier.step_ms, (hi - lo) // max(1, points) + 1) if grouped else tier.step_ms
+        if grouped and tier.step_ms:
+            width = -(-width // tier.step_ms) * tier.step_ms
+        select = ["min(t)" if grouped else "t"]
+        for col in KINDS[kind][1:]:
+            if not _numeric(col):
+                select.append(f"max({_q(col)})" if grouped else _q(col))
+            elif not grouped:
+                select += ([_q(col)] * 3 if not tier.step_ms else
+                           [_q(f"{col}_{a}") for a in ("min", "mean", "max")])
+            else:
+                select += list(_aggregates(col, bool(tier.step_ms)))
+        sql = (f"SELECT {', '.join(select)} FROM {table} WHERE series=? AND t>=? AND t<=?"
+               + (f" GROUP BY (t - {lo}) / {width}" if grouped else "") + " ORDER BY 1")
+        return self.conn.execute(sql, (sid, lo, hi)).fetchall(), width
 
     def events(self, since: float, until: float, limit: int) -> tuple[list[dict], bool]:
         """Events between since and until (unix s), oldest first; whether more matched."""

@@ -31,6 +31,7 @@ FILE = "history.db"
 #: points a /v1/history answer has at most, unless asked for fewer (or, up to
 #: MAX_POINTS, more)
 POINTS = 2000
+MIN_POINTS = 10
 MAX_POINTS = 50_000
 #: batches waiting for the thread before new ones are dropped (a stuck disk)
 MAX_BACKLOG = 30
