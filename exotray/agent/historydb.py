@@ -14,7 +14,7 @@ in the same transaction, so a kill never loses or doubles a bucket).
 Values are stored as integers at a fixed resolution (`scale`): µs for milliseconds,
 bytes/s for rates, 1e-4 for ratios; SQLite keeps small integers in 1-4 bytes where a REAL
 takes 8. Columns come from `core.history.LINK_COLUMNS` / `IFACE_COLUMNS`: a column added
-there is added to every tier's table at the next open (`_add_missing_columns`).
+there is added to every tier's table at the next open (historyschema.py).
 """
 
 from __future__ import annotations
@@ -22,109 +22,31 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-import time
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from exotray.core.history import IFACE_COLUMNS, LINK_COLUMNS, TEXT_COLUMNS
+from exotray.agent.historyschema import (
+    KINDS,
+    RANKS,
+    Corrupt,
+    NotOurs,
+    Tier,
+    digits,
+    is_corruption,
+    numeric,
+    prepare,
+    q,
+    scale,
+    set_aside,
+    tiers,
+)
+
+__all__ = ["HistoryDB", "event_time", "is_corruption", "open_or_replace", "set_aside"]
 
 log = logging.getLogger(__name__)
-
-#: this code's schema; `MIGRATIONS[v]` upgrades a database at version v to v + 1
-SCHEMA_VERSION = 1
-MIGRATIONS: dict[int, Any] = {}
-#: what `meta.app` says in our databases (anything else is a foreign file)
-APP = "exotray-history"
-#: the columns kept per kind of series (the first is always "t")
-KINDS = {"link": LINK_COLUMNS, "iface": IFACE_COLUMNS}
-#: text columns stored as their rank here; a bucket keeps the highest (the worst state)
-RANKS = {"state": ("up", "saturated", "down")}
-#: how long full resolution and the 10 s tier are kept (capped by the retention)
-RAW_KEEP_S = 6 * 3600.0
-TEN_S_KEEP_S = 48 * 3600.0
 #: a retention cleanup runs this often (sample time)
 CLEANUP_EVERY_S = 600.0
-#: set-aside files kept next to the database (older ones are removed)
-KEEP_ASIDE = 3
-_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
-
-
-class NotOurs(Exception):
-    """A database that is not ours, or of a newer schema than this code knows."""
-
-
-class Corrupt(Exception):
-    """SQLite's own check found damage."""
-
-
-def is_corruption(e: BaseException) -> bool:
-    code = getattr(e, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
-
-
-def scale(col: str) -> float:
-    """Stored integer = round(value * scale)."""
-    if col.endswith("_ms"):
-        return 1000.0
-    if col.endswith("_bytes_per_s"):
-        return 1.0
-    return 10000.0  # ratios: utilization, loss
-
-
-def _digits(col: str) -> int:
-    return {1000.0: 3, 1.0: 1, 10000.0: 4}[scale(col)]
-
-
-@dataclass(frozen=True)
-class Tier:
-    name: str
-    step_ms: int  # 0: every sample
-    keep_s: float
-
-
-def tiers(retention_s: float) -> tuple[Tier, ...]:
-    return (Tier("raw", 0, min(RAW_KEEP_S, retention_s)),
-            Tier("10s", 10_000, min(TEN_S_KEEP_S, retention_s)),
-            Tier("1m", 60_000, retention_s))
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _numeric(col: str) -> bool:
-    return col not in TEXT_COLUMNS
-
-
-def _tier_columns(kind: str, raw: bool) -> list[tuple[str, str]]:
-    """(column, SQL type) of a tier's table after series and t."""
-    out: list[tuple[str, str]] = [] if raw else [("n", "INTEGER")]
-    for c in KINDS[kind][1:]:
-        if not _numeric(c):
-            out.append((c, "INTEGER" if c in RANKS else "TEXT"))
-        elif raw:
-            out.append((c, "INTEGER"))
-        else:
-            out += [(f"{c}_min", "INTEGER"), (f"{c}_mean", "INTEGER"), (f"{c}_max", "INTEGER")]
-    return out
-
-
-def set_aside(path: Path, why: str) -> Path:
-    """Move the database (and its -wal/-shm) out of the way; keep the newest few."""
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    aside = path.with_name(f"{path.name}.{why}-{stamp}")
-    for suffix in ("", "-wal", "-shm"):
-        src = Path(str(path) + suffix)
-        if src.exists():
-            src.replace(Path(str(aside) + suffix))
-    old = sorted((p for p in path.parent.glob(f"{path.name}.*-*") if not p.name.endswith(
-        ("-wal", "-shm"))), key=lambda p: p.stat().st_mtime)
-    for p in old[:-KEEP_ASIDE]:
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(p) + suffix).unlink(missing_ok=True)
-    return aside
 
 
 def open_or_replace(path: Path, retention_s: float) -> HistoryDB:
@@ -154,75 +76,10 @@ class HistoryDB:
         self._cleaned_at: float | None = None
         self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         try:
-            self._prepare()
+            prepare(self.conn, self.tiers)
         except BaseException:
             self.conn.close()
             raise
-
-    # -- schema ------------------------------------------------------------------------
-    def _prepare(self) -> None:
-        c = self.conn
-        check = c.execute("PRAGMA quick_check").fetchone()[0]
-        if check != "ok":
-            raise Corrupt(f"quick_check: {check}"[:200])
-        tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if tables and "meta" not in tables:
-            raise NotOurs(f"not an exotray history (tables {', '.join(sorted(tables))[:80]})")
-        c.execute("PRAGMA journal_mode=WAL")
-        c.execute("PRAGMA synchronous=NORMAL")  # a killed process loses no commit
-        c.execute("PRAGMA journal_size_limit=8388608")
-        c.execute("BEGIN IMMEDIATE")
-        try:
-            if not tables:
-                self._create()
-            version = self._check_meta()
-            while version < SCHEMA_VERSION:
-                MIGRATIONS[version](c)
-                version += 1
-                c.execute("UPDATE meta SET value=? WHERE key='schema'", (str(version),))
-            self._add_missing_columns()
-            c.execute("COMMIT")
-        except BaseException:
-            c.execute("ROLLBACK")
-            raise
-
-    def _create(self) -> None:
-        c = self.conn
-        c.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID")
-        c.executemany("INSERT INTO meta VALUES (?, ?)",
-                      [("app", APP), ("schema", str(SCHEMA_VERSION))])
-        c.execute("CREATE TABLE series (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, "
-                  "name TEXT NOT NULL, UNIQUE (kind, name))")
-        c.execute("CREATE TABLE events (id INTEGER PRIMARY KEY, seq INTEGER, at REAL, "
-                  "type TEXT, link_id TEXT, body TEXT)")
-        c.execute("CREATE INDEX events_at ON events (at)")
-        for kind in KINDS:
-            for tier in self.tiers:
-                cols = "".join(f", {_q(n)} {t}" for n, t in _tier_columns(kind, not tier.step_ms))
-                c.execute(f"CREATE TABLE {kind}_{tier.name} (series INTEGER NOT NULL, "
-                          f"t INTEGER NOT NULL{cols}, PRIMARY KEY (series, t)) WITHOUT ROWID")
-
-    def _check_meta(self) -> int:
-        meta = dict(self.conn.execute("SELECT key, value FROM meta"))
-        if meta.get("app") != APP:
-            raise NotOurs(f"not an exotray history (app {meta.get('app')!r:.40})")
-        try:
-            version = int(meta.get("schema", ""))
-        except ValueError:
-            raise NotOurs(f"of unknown schema {meta.get('schema')!r:.20}") from None
-        if version > SCHEMA_VERSION:
-            raise NotOurs(f"of a newer schema ({version}; this agent knows {SCHEMA_VERSION})")
-        return version
-
-    def _add_missing_columns(self) -> None:
-        """Columns added to LINK_COLUMNS / IFACE_COLUMNS since the file was made."""
-        for kind in KINDS:
-            for tier in self.tiers:
-                table = f"{kind}_{tier.name}"
-                have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
-                for name, typ in _tier_columns(kind, not tier.step_ms):
-                    if name not in have:
-                        self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {_q(name)} {typ}")
 
     def close(self) -> None:
         self.conn.close()
@@ -248,7 +105,7 @@ class HistoryDB:
         if col in RANKS:
             ranks = RANKS[col]
             return ranks.index(value) if value in ranks else None
-        if not _numeric(col):
+        if not numeric(col):
             return str(value)
         return round(float(value) * scale(col))
 
@@ -264,7 +121,7 @@ class HistoryDB:
                 keep = [(col, v) for col, v in zip(columns[1:], row[1:], strict=True)
                         if col in KINDS[kind]]
                 sql = (f"INSERT OR REPLACE INTO {kind}_raw (series, t"
-                       + "".join(f", {_q(col)}" for col, _ in keep)
+                       + "".join(f", {q(col)}" for col, _ in keep)
                        + ") VALUES (?, ?" + ", ?" * len(keep) + ")")
                 c.execute(sql, (self._series_id(kind, name), round(row[0] * 1000),
                                 *(self._encode(col, v) for col, v in keep)))
@@ -298,16 +155,16 @@ class HistoryDB:
     def _roll(self, kind: str, src: Tier, dst: Tier, start: int, end: int) -> None:
         names, exprs = ["n"], ["count(*)" if not src.step_ms else "sum(n)"]
         for col in KINDS[kind][1:]:
-            if not _numeric(col):
+            if not numeric(col):
                 names.append(col)
-                exprs.append(f"max({_q(col)})")
+                exprs.append(f"max({q(col)})")
                 continue
             names += [f"{col}_min", f"{col}_mean", f"{col}_max"]
             exprs += [f"CAST(round({e}) AS INTEGER)" for e in _aggregates(col, bool(src.step_ms))]
         step = dst.step_ms
         self.conn.execute(
             f"INSERT OR REPLACE INTO {kind}_{dst.name} (series, t, "
-            + ", ".join(_q(n) for n in names) + f") SELECT series, t / {step} * {step}, "
+            + ", ".join(q(n) for n in names) + f") SELECT series, t / {step} * {step}, "
             + ", ".join(exprs) + f" FROM {kind}_{src.name} WHERE t >= ? AND t < ? "
             f"GROUP BY series, t / {step}", (start, end))
 
@@ -363,12 +220,12 @@ class HistoryDB:
                                "t": [r[0] / 1000 for r in rows]}
         i = 1
         for col in KINDS[kind][1:]:
-            if not _numeric(col):
+            if not numeric(col):
                 ranks = RANKS.get(col)
                 out[col] = [ranks[r[i]] if ranks and r[i] is not None else r[i] for r in rows]
                 i += 1
                 continue
-            k, nd = scale(col), _digits(col)
+            k, nd = scale(col), digits(col)
             for j, suffix in enumerate(("_min", "", "_max")):
                 out[col + suffix] = [None if r[i + j] is None else round(r[i + j] / k, nd)
                                      for r in rows]
@@ -393,11 +250,11 @@ class HistoryDB:
             width = -(-width // tier.step_ms) * tier.step_ms
         select = ["min(t)" if grouped else "t"]
         for col in KINDS[kind][1:]:
-            if not _numeric(col):
-                select.append(f"max({_q(col)})" if grouped else _q(col))
+            if not numeric(col):
+                select.append(f"max({q(col)})" if grouped else q(col))
             elif not grouped:
-                select += ([_q(col)] * 3 if not tier.step_ms else
-                           [_q(f"{col}_{a}") for a in ("min", "mean", "max")])
+                select += ([q(col)] * 3 if not tier.step_ms else
+                           [q(f"{col}_{a}") for a in ("min", "mean", "max")])
             else:
                 select += list(_aggregates(col, bool(tier.step_ms)))
         sql = (f"SELECT {', '.join(select)} FROM {table} WHERE series=? AND t>=? AND t<=?"
@@ -414,10 +271,10 @@ class HistoryDB:
 def _aggregates(col: str, tiered: bool) -> tuple[str, str, str]:
     """min, mean, max of a numeric column over a group of raw rows or of buckets (the
     mean weighted by each bucket's sample count, NULLs not counted)."""
-    c = _q(col)
+    c = q(col)
     if not tiered:
         return f"min({c})", f"avg({c})", f"max({c})"
-    mn, me, mx = (_q(f"{col}_{a}") for a in ("min", "mean", "max"))
+    mn, me, mx = (q(f"{col}_{a}") for a in ("min", "mean", "max"))
     return (f"min({mn})",
             f"sum({me} * n) * 1.0 / nullif(sum(CASE WHEN {me} IS NULL THEN 0 ELSE n END), 0)",
             f"max({mx})")

@@ -41,8 +41,10 @@ def parse_since(text: str) -> float:
 
 
 def _columns(history: dict[str, Any]) -> list[tuple[str, str]]:
-    """COLUMNS, then each number's min and max over its bucket when the answer has them
-    (from the agent's database: a coarse row keeps its peaks)."""
+    """COLUMNS, then each number's min and max over its bucket when the rows are buckets
+    (the agent's coarser tiers: a row keeps its peaks)."""
+    if not history.get("step_s"):  # every sample: min = max = the value
+        return list(COLUMNS)
     extra = [(f"{c}{s}", f"{h}{s}") for c, h in COLUMNS[1:] if c != "state"
              for s in ("_min", "_max") if f"{c}{s}" in history]
     return [*COLUMNS, *extra]

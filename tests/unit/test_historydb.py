@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from exotray.agent import historydb
+from exotray.agent import historyschema
 from exotray.agent.historydb import HistoryDB, open_or_replace
 from exotray.core.events import EventLog
 from exotray.core.history import IFACE_COLUMNS, LINK_COLUMNS, Ring
@@ -218,8 +218,8 @@ def test_an_older_schema_is_migrated_in_place(tmp_path, monkeypatch):
     _fill(db, T0, 10)
     db.close()
     ran = []
-    monkeypatch.setattr(historydb, "SCHEMA_VERSION", 2)
-    monkeypatch.setattr(historydb, "MIGRATIONS", {1: lambda conn: ran.append(conn)})
+    monkeypatch.setattr(historyschema, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(historyschema, "MIGRATIONS", {1: lambda conn: ran.append(conn)})
     db = open_or_replace(path, 30 * DAY)
     assert len(ran) == 1
     assert db.conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == ("2",)
@@ -234,7 +234,7 @@ def test_a_column_added_later_is_added_to_every_tier(tmp_path, monkeypatch):
     _fill(db, T0, 10)
     db.close()
     wider = (*LINK_COLUMNS[:-1], "queue_delay_ms", "state")
-    monkeypatch.setitem(historydb.KINDS, "link", wider)
+    monkeypatch.setitem(historyschema.KINDS, "link", wider)
     db = open_or_replace(path, 30 * DAY)
     for tier in ("raw", "10s", "1m"):
         cols = {r[1] for r in db.conn.execute(f"PRAGMA table_info(link_{tier})")}
@@ -248,10 +248,10 @@ def test_a_column_added_later_is_added_to_every_tier(tmp_path, monkeypatch):
 
 def test_set_aside_keeps_only_the_newest_few(tmp_path):
     path = tmp_path / "history.db"
-    for i in range(historydb.KEEP_ASIDE + 3):
+    for i in range(historyschema.KEEP_ASIDE + 3):
         path.write_bytes(b"junk %d" % i * 100)
-        historydb.set_aside(path, f"corrupt{i}")
-    assert len(list(tmp_path.glob("history.db.*"))) == historydb.KEEP_ASIDE
+        historyschema.set_aside(path, f"corrupt{i}")
+    assert len(list(tmp_path.glob("history.db.*"))) == historyschema.KEEP_ASIDE
 
 
 def test_ring_last_row():
