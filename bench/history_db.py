@@ -14,7 +14,9 @@ realistic sizes. Then it measures, with the agent's own code paths:
   the agent's history thread, never on its event loop);
 * `/v1/history`'s query (`HistoryDB.query`, 2000 points) for 1 h, 24 h and 30 d of one
   link, median of 5;
-* the retention cleanup and the open (quick_check + schema) at start.
+* the retention cleanup and the open (quick_check + schema) at start;
+* how late the event loop wakes (10 ms sleeps), idle and while the store's thread answers
+  30-day queries back to back: what the API's reads cost the agent's loop.
 
 No network, no agent; about a minute. Writes a temporary directory, removed afterwards.
 """
@@ -22,6 +24,7 @@ No network, no agent; about a minute. Writes a temporary directory, removed afte
 from __future__ import annotations
 
 import argparse
+import asyncio
 import random
 import shutil
 import statistics
@@ -100,6 +103,47 @@ def fill(db: HistoryDB, kind: str, name: str, now: float, interval: float, days:
     return rows
 
 
+def loop_lag(state: Path, days: float, end: float) -> dict[str, float]:
+    """How late a 10 ms asyncio sleep wakes, idle and while the store's thread answers
+    30-day queries back to back (through HistoryStore, as the API does)."""
+    from exotray.agent.store import HistoryStore
+    from exotray.agent.throttle import Throttled
+
+    async def probe(seconds: float) -> list[float]:
+        lags = []
+        stop = time.perf_counter() + seconds
+        while time.perf_counter() < stop:
+            t = time.perf_counter()
+            await asyncio.sleep(0.01)
+            lags.append((time.perf_counter() - t - 0.01) * 1000)
+        return lags
+
+    async def run() -> dict[str, float]:
+        store = HistoryStore(state, days, Throttled(time.monotonic))
+        await store.open()
+        idle = await probe(2.0)
+        done = False
+
+        async def hammer() -> None:
+            while not done:
+                await store.answer("link00", None, end - 30 * DAY, end, 2000, end, 1.0,
+                                   lambda: None)
+
+        task = asyncio.create_task(hammer())
+        busy = await probe(3.0)
+        done = True
+        await task
+        await store.close()
+
+        def p99(xs: list[float]) -> float:
+            return sorted(xs)[int(len(xs) * 0.99) - 1]
+
+        return {"idle_p99": p99(idle), "idle_max": max(idle), "busy_p99": p99(busy),
+                "busy_max": max(busy)}
+
+    return asyncio.run(run())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--links", type=int, default=8)
@@ -163,6 +207,7 @@ def main() -> None:
         open_ms = (time.perf_counter() - o0) * 1000
 
         per_link_day = size / (args.days * max(1, args.links))
+        lag = loop_lag(tmp, args.days, end)
         out = {
             "machine": machine_info(), "links": args.links, "ifaces": args.ifaces,
             "days": args.days, "interval_s": args.interval, "rows": rows,
@@ -171,6 +216,7 @@ def main() -> None:
             "write_wall_ms_p99": sorted(wall)[int(len(wall) * 0.99) - 1] * 1000,
             "write_cpu_ms_median": statistics.median(cpu) * 1000,
             "query": queries, "cleanup_ms": cleanup_ms, "open_ms": open_ms,
+            "loop_lag_ms": lag,
         }
         write_json("history_db", out)
         print(machine_line(out["machine"]))
@@ -187,6 +233,10 @@ def main() -> None:
               for k, v in queries.items()],
             ["retention cleanup", f"{cleanup_ms:.0f} ms"],
             ["open at start (quick_check + schema)", f"{open_ms:.0f} ms"],
+            ["event loop lag, idle: p99 / max",
+             f"{lag['idle_p99']:.1f} / {lag['idle_max']:.1f} ms"],
+            ["event loop lag during 30-day queries: p99 / max",
+             f"{lag['busy_p99']:.1f} / {lag['busy_max']:.1f} ms"],
         ]))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
