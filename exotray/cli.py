@@ -89,6 +89,9 @@ def _agent_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exo-url", metavar="URL",
                    help="the local exo node's API, to see which links exo uses "
                         "(default http://127.0.0.1:52415; \"\" = off)")
+    p.add_argument("--history-days", type=_ranged(float, 0, 3650, " days"), metavar="DAYS",
+                   help="days of history kept in the state dir's database (default 30; 0: "
+                        "none, the last hour in memory only)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
@@ -102,7 +105,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                      ("interval", "interval"), ("threshold", "threshold"),
                      ("sustain", "sustain"), ("clear", "clear"), ("events", "events"),
                      ("state_dir", "state_dir"), ("key_file", "key_file"),
-                     ("sharing", "sharing"), ("exo_url", "exo_url")):
+                     ("sharing", "sharing"), ("exo_url", "exo_url"),
+                     ("history_days", "history_days")):
         value = getattr(args, opt)
         if value is not None:
             over[key] = value
@@ -217,6 +221,10 @@ def _find_link(cluster: dict, wanted: str) -> dict:
     raise SystemExit(f"exotray export: {wanted!r} {what}; links: {choices}")
 
 
+#: rows an export asks the agent for at most (its /v1/history bound)
+EXPORT_POINTS = 50_000
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from exotray.core import export
 
@@ -226,7 +234,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"exotray export: {e}", file=sys.stderr)
         return 2
     link = _find_link(_get(args, "/v1/cluster"), args.link)
-    hist = _get(args, "/v1/history", link=link["id"], seconds=int(seconds))
+    # The whole range in one answer: its tier's rows (e.g. 30 days at 1 min, 43200).
+    hist = _get(args, "/v1/history", link=link["id"], seconds=seconds, points=EXPORT_POINTS)
     fmt_ = args.format or ("json" if args.output and args.output.endswith(".json") else "csv")
     text = export.to_json(hist, link) if fmt_ == "json" else export.to_csv(hist)
     if args.output and args.output != "-":
@@ -382,7 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
     _agent_parser(sub)
     ex = sub.add_parser("export", help="a link's history as CSV or JSON (units in the header)")
     ex.add_argument("link", help="link id, or the peer's name or address")
-    ex.add_argument("--since", default="10m", help="how far back: 90s, 10m, 1h (default 10m)")
+    ex.add_argument("--since", default="10m",
+                    help="how far back: 90s, 10m, 1h, 30d (default 10m; the agent keeps "
+                         "history_days, full resolution for 6 h, then 10 s and 1 min rows)")
     ex.add_argument("--format", choices=["csv", "json"],
                     help="default: from --output's extension, else csv")
     ex.add_argument("--output", "-o", help="file to write (default: stdout)")

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from exotray.agent import captest, control, metrics
+from exotray.agent import captest, control, metrics, store
 from exotray.agent.guard import RequestGuard
 from exotray.agent.keys import SIGNATURE_HEADER, ClusterKeyError, sign, signed_by
 from exotray.core.events import EventLog
@@ -32,7 +32,12 @@ from exotray.core.settings import Settings, SettingsError
 
 log = logging.getLogger(__name__)
 
-MAX_HISTORY_S = 3600.0
+#: the longest range /v1/history answers (what history_days allows at most)
+MAX_HISTORY_S = 3650 * 86400.0
+#: a time given to /v1/history or /v1/events (unix seconds) is at most this
+MAX_TIME = 2.0**40
+#: events one /v1/events?since=… answer holds by default and at most
+EVENTS_LIMIT, MAX_EVENTS_LIMIT = 1000, 10_000
 #: how often a running capacity test checks that its client is still there
 DISCONNECT_POLL_S = 0.2
 MAX_BODY = 64 * 1024
@@ -74,6 +79,22 @@ def _number(request: Request, name: str, default: float, lo: float, hi: float) -
     return value
 
 
+def _range(request: Request, now: float, default_s: float = 600.0) -> tuple[float, float]:
+    """(since, until) in unix seconds from ?since=&until= or ?seconds= (back from until,
+    default now)."""
+    q = request.query_params
+    if "since" in q and "seconds" in q:
+        raise ValueError("give since or seconds, not both")
+    until = _number(request, "until", now, 0, MAX_TIME)
+    if "since" in q:
+        since = _number(request, "since", 0, 0, MAX_TIME)
+    else:
+        since = until - _number(request, "seconds", default_s, 1, MAX_HISTORY_S)
+    if since > until:
+        raise ValueError("since must not be after until")
+    return since, until
+
+
 class Services(Protocol):
     """What the API needs of the agent, and all it may touch (runtime.Agent is one)."""
 
@@ -85,7 +106,9 @@ class Services(Protocol):
     key: bytes | None
     events: EventLog
     captest: captest.CapacityTester | None
+    store: store.HistoryStore
 
+    def now(self) -> float: ...
     def snapshot(self) -> dict[str, Any]: ...
     def cluster(self, local: bool = True) -> dict[str, Any]: ...
     def interfaces(self) -> dict[str, Any]: ...
@@ -118,18 +141,30 @@ def create_app(agent: Services, registry: CollectorRegistry,
         iface = request.query_params.get("interface")
         if (link is None) == (iface is None):
             return _error(400, "give exactly one of ?link=ID or ?interface=NAME")
+        now = agent.now()
         try:
-            seconds = _number(request, "seconds", 600, 1, MAX_HISTORY_S)
+            since, until = _range(request, now)
+            points = int(_number(request, "points", store.POINTS, store.MIN_POINTS,
+                                         store.MAX_POINTS))
         except ValueError as e:
             return _error(400, str(e))
-        data = agent.history(link, iface, seconds)
+        data = await agent.store.answer(
+            link, iface, since, until, points, now, agent.settings.interval,
+            lambda: agent.history(link, iface, max(0.0, now - since)))
         if data is None:
             return _error(404, f"no such {'link' if link is not None else 'interface'}")
         return JSONResponse(data)
 
     async def events(request: Request) -> JSONResponse:
+        q = request.query_params
         try:
             after = int(_number(request, "after", 0, 0, 2**53))
+            if "since" in q or "until" in q:
+                since, until = _range(request, agent.now(), default_s=86400.0)
+                limit = int(_number(request, "limit", EVENTS_LIMIT, 1, MAX_EVENTS_LIMIT))
+                got = await agent.store.event_range(since, until, limit,
+                                                    agent.events.after(0))
+                return JSONResponse({"last_seq": agent.events.last_seq, **got})
         except ValueError as e:
             return _error(400, str(e))
         return JSONResponse(

@@ -44,6 +44,7 @@ from exotray.agent.serve import bind_pair, make_server
 from exotray.agent.sharing import PollSharing, Sharing
 from exotray.agent.sharing_stream import StreamSharing
 from exotray.agent.statedir import StartError, StateDirError, load_node_id, lock_state_dir
+from exotray.agent.store import HistoryStore
 from exotray.agent.throttle import Throttled
 from exotray.core import paths
 from exotray.core.events import EventLog
@@ -95,7 +96,8 @@ class Agent:
         self._stop = asyncio.Event()
         self._throttled = Throttled(clock)
         self._sink = EventSink(self._throttled)
-        self.events = EventLog(sinks=[self._sink])
+        self.store = HistoryStore(self.state_dir, settings.history_days, self._throttled)
+        self.events = EventLog(sinks=[self._sink, self.store.event])
         # -- the parts --
         self.monitor = InterfaceMonitor(
             settings, classifier or InterfaceClassifier(), settings.interval,
@@ -132,6 +134,9 @@ class Agent:
         """Wall-clock time derived from the monotonic clock: steady across clock steps."""
         return self._wall0 + (mono - self._mono0)
 
+    def now(self) -> float:
+        return self.wall(self.clock())
+
     def _make_link(self, peer: Peer, target: Target) -> Link:
         return linkstats.new_link(self.node_id, peer, target, self.interval, self.sat_params)
 
@@ -161,6 +166,7 @@ class Agent:
                 rate, _capacity, util = self.monitor.numbers(link.local_interface,
                                                              link.target[0])
                 linkstats.history_row(link, now, t, rate, util)
+            self.store.collect(t, self.links.values(), self.monitor.ifaces)
         self.last_sample = now
 
     def _share_tick(self) -> None:
@@ -311,6 +317,7 @@ class Agent:
         except OSError as e:
             raise StartError(f"cannot listen on {s.bind}:{s.port}: {e.strerror or e}") from None
         self.port = tcp.getsockname()[1]
+        self.events.resume(await self.store.open())
         probe = self.prober.open(s.bind, self.port, udp, timeout_s=max(1.0, self.interval),
                                  key=self.key)
         # Listens only during a consented test, on an ephemeral port (or capacity_port).
@@ -376,6 +383,7 @@ class Agent:
         await self.clients.aclose()
         await self.exo.aclose()
         self._sink.close()
+        await self.store.close()
         self._unlock()
         log.info("exotray agent stopped")
 

@@ -32,6 +32,11 @@ class EventLog:
     def last_seq(self) -> int:
         return self._seq
 
+    def resume(self, seq: int) -> None:
+        """Number on from `seq` (the last one a previous run stored), so a seq names one
+        event across restarts."""
+        self._seq = max(self._seq, seq)
+
     def emit(self, type_: str, at: float, **fields: Any) -> dict[str, Any]:
         if type_ not in EVENT_TYPES:
             raise ValueError(f"unknown event type {type_!r}")

@@ -25,20 +25,35 @@ UNITS = {"t": "s (unix time)", "rtt_ms": "ms", "rtt_min_ms": "ms", "rtt_max_ms":
          "state": "up | saturated | down"}
 
 
+#: the longest --since (the agent keeps what its history_days says, at most this)
+MAX_SINCE_DAYS = 3650
+
+
 def parse_since(text: str) -> float:
-    """'90', '90s', '10m', '1h' -> seconds (at most one hour: the agent keeps one)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    """'90', '90s', '10m', '1h', '30d' -> seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text)
     if not m:
-        raise ValueError(f"--since {text!r}: expected e.g. 90s, 10m or 1h")
-    seconds = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
-    if not 1 <= seconds <= 3600:
-        raise ValueError(f"--since {text!r}: between 1 s and 1 h (the agent keeps one hour)")
+        raise ValueError(f"--since {text!r}: expected e.g. 90s, 10m, 1h or 30d")
+    seconds = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    if not 1 <= seconds <= MAX_SINCE_DAYS * 86400:
+        raise ValueError(f"--since {text!r}: between 1 s and {MAX_SINCE_DAYS} d")
     return seconds
+
+
+def _columns(history: dict[str, Any]) -> list[tuple[str, str]]:
+    """COLUMNS, then each number's min and max over its bucket when the rows are buckets
+    (the agent's coarser tiers: a row keeps its peaks)."""
+    if not history.get("step_s"):  # every sample: min = max = the value
+        return list(COLUMNS)
+    extra = [(f"{c}{s}", f"{h}{s}") for c, h in COLUMNS[1:] if c != "state"
+             for s in ("_min", "_max") if f"{c}{s}" in history]
+    return [*COLUMNS, *extra]
 
 
 def rows(history: dict[str, Any]) -> list[dict[str, Any]]:
     n = len(history.get("t", []))
-    return [{c: history.get(c, [None] * n)[i] for c, _ in COLUMNS} for i in range(n)]
+    return [{c: history.get(c, [None] * n)[i] for c, _ in _columns(history)}
+            for i in range(n)]
 
 
 #: what makes a spreadsheet read a cell as a formula (or, tab and CR, hide one behind)
@@ -59,13 +74,15 @@ def csv_cell(value: Any) -> Any:
 def to_csv(history: dict[str, Any]) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(["time_utc", *(h for _, h in COLUMNS)])
+    cols = _columns(history)
+    w.writerow(["time_utc", *(h for _, h in cols)])
     for r in rows(history):
         iso = datetime.fromtimestamp(r["t"], UTC).isoformat(timespec="milliseconds")
-        w.writerow([iso.replace("+00:00", "Z"), *(csv_cell(r[c]) for c, _ in COLUMNS)])
+        w.writerow([iso.replace("+00:00", "Z"), *(csv_cell(r[c]) for c, _ in cols)])
     return out.getvalue()
 
 
 def to_json(history: dict[str, Any], link: dict[str, Any] | None = None) -> str:
     return json.dumps({"link": history.get("link"), "interval_s": history.get("interval_s"),
+                       "tier": history.get("tier"), "step_s": history.get("step_s"),
                        "about": link, "units": UNITS, "rows": rows(history)}, indent=1)

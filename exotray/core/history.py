@@ -92,6 +92,15 @@ class Ring:
     def _ordered(self, col: array) -> array:
         return col[self._head:] + col[: self._head] if self._head else col
 
+    def last(self) -> tuple | None:
+        """The newest row (None for NaN, text decoded), or None when empty."""
+        n = len(self)
+        if not n:
+            return None
+        i = (self._head - 1) % n if n == self._maxlen else n - 1
+        return tuple(self._names[j][int(c[i])] if self._text[j] else (None if c[i] != c[i]
+                     else c[i]) for j, c in enumerate(self._cols))
+
     def resize(self, maxlen: int) -> None:
         """Keep the newest rows that fit a new capacity (the interval changed)."""
         maxlen = max(1, maxlen)

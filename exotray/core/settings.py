@@ -71,6 +71,9 @@ class Settings:
     #: the local exo node's API, read every few seconds for which links its inference
     #: traffic takes ("" = do not look for exo)
     exo_url: str = DEFAULT_EXO_URL
+    #: days of history kept in the state dir's database (tiered; 0: none, one hour in
+    #: memory only)
+    history_days: float = 30.0
     events: str | None = None
     state_dir: str | None = None
     key_file: str | None = None
@@ -98,6 +101,8 @@ class Settings:
         for iface, mbit in self.capacity.items():
             if not (isinstance(mbit, int | float) and math.isfinite(mbit) and mbit > 0):
                 raise SettingsError(f"capacity of {iface} must be a positive number of Mbit/s")
+        if not (math.isfinite(self.history_days) and 0 <= self.history_days <= 3650):
+            raise SettingsError(f"history_days must be 0..3650, not {self.history_days!r}")
         if self.sharing not in SHARING:
             raise SettingsError(f"sharing must be one of {', '.join(SHARING)}, "
                                 f"not {self.sharing!r}"[:120])
@@ -137,7 +142,7 @@ _TYPES: dict[str, type] = {
     "clear": float, "cooldown": float, "down_after": float, "probes_per_interval": int,
     "events": str, "state_dir": str, "key_file": str, "notify_peers": bool,
     "allow_capacity_tests": bool, "capacity_port": int, "capacity_warn_after": float,
-    "sharing": str, "exo_url": str,
+    "sharing": str, "exo_url": str, "history_days": float,
 }
 _OPTIONAL = {"events", "state_dir", "key_file"}
 _TYPE_NAMES = {

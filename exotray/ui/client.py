@@ -93,8 +93,10 @@ class AgentClient(QObject):
 
     def history(self, link_id: str, seconds: int,
                 done: Callable[[Any, str | None], None]) -> int:
+        # 3600 points: an hour at 1 s stays at full resolution (the agent's default is
+        # 2000, which would average pairs of samples); link_view keeps as many.
         return self.request("GET", "/v1/history", done=done,
-                            params={"link": link_id, "seconds": int(seconds)})
+                            params={"link": link_id, "seconds": int(seconds), "points": 3600})
 
     def put_settings(self, changes: dict, done: Callable[[Any, str | None], None]) -> int:
         return self.request("PUT", "/v1/control/settings", changes, done, control=True)

@@ -59,7 +59,9 @@ def test_history_fills_and_is_monotonic(pair):
         ({"interface": "nope0"}, 404),
         ({"interface": "lo", "seconds": "abc"}, 400),
         ({"interface": "lo", "seconds": "nan"}, 400),
-        ({"interface": "lo", "seconds": "99999"}, 400),
+        ({"interface": "lo", "seconds": "999999999"}, 400),  # over 3650 days
+        ({"interface": "lo", "since": "1", "seconds": "60"}, 400),
+        ({"interface": "lo", "points": "5"}, 400),
     ],
 )
 def test_history_bad_requests(pair, params, status):

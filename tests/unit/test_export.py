@@ -11,12 +11,13 @@ HIST = json.loads((Path(__file__).parent.parent / "qt" / "fixtures" / "history.j
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("10m", 600),
-                                              ("1h", 3600), (" 2.5m ", 150)])
+                                              ("1h", 3600), (" 2.5m ", 150),
+                                              ("2h", 7200), ("30d", 30 * 86400)])
 def test_parse_since(text, seconds):
     assert parse_since(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "10x", "-5m", "2h", "0", "ten"])
+@pytest.mark.parametrize("text", ["", "10x", "-5m", "4000d", "0", "ten", "1w"])
 def test_parse_since_rejects(text):
     with pytest.raises(ValueError):
         parse_since(text)

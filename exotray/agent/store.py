@@ -1,0 +1,208 @@
+"""The agent's side of the history database (historydb.py): one worker thread does all
+SQLite work, so the event loop never waits on the disk and there is a single writer.
+
+Once per interval the sample tick hands over the newest row of every link's and
+interface's ring and the events raised since (`collect`: a few list appends on the loop);
+the thread writes them in one transaction. Reads for the API (`history`, `events`) run in
+the same thread and are awaited. A database that cannot be opened or goes bad leaves the
+agent running on its in-memory hour, said once in the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from exotray.agent import historydb
+from exotray.agent.throttle import Throttled
+from exotray.core.history import TEXT_COLUMNS
+
+if TYPE_CHECKING:
+    from exotray.agent.links import Link
+    from exotray.agent.monitor import IfaceState
+
+log = logging.getLogger(__name__)
+
+FILE = "history.db"
+#: points a /v1/history answer has at most, unless asked for fewer (or, up to
+#: MAX_POINTS, more)
+POINTS = 2000
+MIN_POINTS = 10
+MAX_POINTS = 50_000
+#: batches waiting for the thread before new ones are dropped (a stuck disk)
+MAX_BACKLOG = 30
+
+
+class HistoryStore:
+    def __init__(self, state_dir: Path, retention_days: float, throttled: Throttled) -> None:
+        self.path = state_dir / FILE
+        self.retention_s = retention_days * 86400.0
+        self._throttled = throttled
+        self._exec: ThreadPoolExecutor | None = None
+        self.db: historydb.HistoryDB | None = None
+        self._events: list[dict[str, Any]] = []
+        self._pending: list[Future] = []
+        #: batches dropped because the thread fell behind (for tests and /metrics)
+        self.dropped = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.db is not None
+
+    async def open(self) -> int:
+        """Open (or replace) the database in the worker thread; the last event seq it
+        holds (0 when none or disabled)."""
+        if self.retention_s <= 0:
+            log.info("history database off (history_days = 0): one hour in memory")
+            return 0
+        self._exec = ThreadPoolExecutor(1, thread_name_prefix="exotray-history")
+        return await asyncio.get_running_loop().run_in_executor(self._exec, self._open)
+
+    def _open(self) -> int:
+        try:
+            self.db = historydb.open_or_replace(self.path, self.retention_s)
+            return self.db.last_seq()
+        except Exception as e:  # any failure: run on, never crash-loop
+            log.error("cannot use history database %s (%s): keeping one hour in memory only",
+                      self.path, e)
+            self.db = None
+            return 0
+
+    def event(self, event: dict[str, Any]) -> None:
+        """An EventLog sink: kept until the next batch."""
+        if self._exec is not None:
+            self._events.append(event)
+
+    def collect(self, t: float, links: Iterable[Link], ifaces: dict[str, IfaceState]) -> None:
+        """The rows recorded at `t` (the newest of each ring) and the pending events, to the
+        thread as one batch. Called on the loop once per interval."""
+        if self._exec is None:
+            return
+        rows = [("link", lk.id, lk.history.columns, row) for lk in links
+                if (row := lk.history.last()) is not None and row[0] == t]
+        rows += [("iface", name, st.history.columns, row) for name, st in ifaces.items()
+                 if st.vanished_at is None and (row := st.history.last()) is not None
+                 and row[0] == t]
+        events, self._events = self._events, []
+        self._pending = [f for f in self._pending if not f.done()]
+        if len(self._pending) >= MAX_BACKLOG:
+            self.dropped += 1
+            self._throttled("history-backlog", logging.WARNING,
+                            "history database is falling behind: dropping samples")
+            return
+        self._pending.append(self._exec.submit(self._write, t, rows, events))
+
+    def _write(self, now: float, rows: list, events: list) -> None:
+        db = self.db
+        if db is None:
+            return
+        try:
+            db.write(now, rows, events)
+        except Exception as e:  # any failure: run on, never crash-loop
+            if historydb.is_corruption(e):
+                db.close()
+                aside = historydb.set_aside(self.path, "corrupt")
+                log.warning("history database %s went bad (%s): moved aside to %s; starting "
+                            "a fresh one", self.path, e, aside.name)
+                self._open()
+            else:
+                self._throttled("history-write", logging.ERROR,
+                                "cannot write history database %s: %s", self.path, e)
+
+    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        assert self._exec is not None
+        return await asyncio.get_running_loop().run_in_executor(self._exec, fn, *args)
+
+    async def history(self, kind: str, name: str, since: float, until: float, points: int,
+                      now: float) -> dict[str, Any] | None:
+        """The database's answer, or None when it has no such series (or is off)."""
+        if self.db is None or self._exec is None:
+            return None
+        return await self._run(self._query, kind, name, since, until, points, now)
+
+    def _query(self, *args: Any) -> dict[str, Any] | None:
+        db = self.db
+        try:
+            return db.query(*args) if db is not None else None
+        except Exception as e:  # any failure: run on, never crash-loop
+            self._throttled("history-read", logging.ERROR,
+                            "cannot read history database %s: %s", self.path, e)
+            return None
+
+    async def events(self, since: float, until: float, limit: int,
+                     ) -> tuple[list[dict[str, Any]], bool] | None:
+        if self.db is None or self._exec is None:
+            return None
+        # The one thread writes what is queued before it reads: nothing pending is missed.
+        return await self._run(self._events_q, since, until, limit)
+
+    def _events_q(self, since: float, until: float, limit: int,
+                  ) -> tuple[list[dict[str, Any]], bool] | None:
+        db = self.db
+        try:
+            return db.events(since, until, limit) if db is not None else None
+        except Exception as e:  # any failure: run on, never crash-loop
+            self._throttled("history-read", logging.ERROR,
+                            "cannot read history database %s: %s", self.path, e)
+            return None
+
+    async def answer(self, link_id: str | None, iface: str | None, since: float,
+                     until: float, points: int, now: float, interval: float,
+                     memory: Callable[[], dict[str, Any] | None]) -> dict[str, Any] | None:
+        """/v1/history: from the database when it has the series, else from the ring
+        (`memory`, the database off); None when neither knows it."""
+        kind, name = ("link", link_id) if link_id is not None else ("iface", iface or "")
+        hist = await self.history(kind, name, since, until, points, now)
+        if hist is None:
+            hist = memory_history(memory(), points, until)
+            if hist is None:
+                return None
+        key = "link" if kind == "link" else "interface"
+        return {key: name, "interval_s": interval, "since": since, "until": until, **hist}
+
+    async def event_range(self, since: float, until: float, limit: int,
+                          memory: list[dict[str, Any]]) -> dict[str, Any]:
+        """/v1/events?since=&until=: from the database, else from the in-memory ring."""
+        got = await self.events(since, until, limit)
+        if got is None:
+            hits = [e for e in memory if since <= (historydb.event_time(e) or -1) <= until]
+            got = hits[:limit], len(hits) > limit
+        return {"events": got[0], "truncated": got[1]}
+
+    async def close(self) -> None:
+        """Write what is queued, then close the file and end the thread."""
+        if self._exec is None:
+            return
+        loop = asyncio.get_running_loop()
+        exec_, self._exec = self._exec, None
+        await loop.run_in_executor(exec_, self._close)
+        exec_.shutdown(wait=True)
+
+    def _close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+
+def memory_history(hist: dict[str, Any] | None, points: int,
+                   until: float) -> dict[str, Any] | None:
+    """A ring's answer (the database is off) in the database's shape: every numeric
+    column with its _min/_max, at most `points` rows (every k-th)."""
+    if hist is None:
+        return None
+    n = sum(1 for t in hist.get("t", []) if t <= until)
+    hist = {k: v[:n] if isinstance(v, list) else v for k, v in hist.items()}
+    k = -(-n // max(1, points)) if n > points else 1
+    out: dict[str, Any] = {"tier": "memory", "step_s": None}
+    for key, values in hist.items():
+        if not isinstance(values, list):
+            out[key] = values
+            continue
+        out[key] = values[::k] if k > 1 else values
+        if key not in ("t", *TEXT_COLUMNS):
+            out[f"{key}_min"] = out[f"{key}_max"] = out[key]
+    return out
