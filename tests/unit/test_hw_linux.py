@@ -431,3 +431,20 @@ def test_neighbour_mac_over_netlink(neighbours, mac) -> None:
     assert hw_linux.neighbour_mac("10.213.0.2", "lo", proc_arp="/nonexistent",
                                   ipr_factory=lambda: ipr) == mac
     assert ipr.asked == {"dst": "10.213.0.2", "ifindex": 1}
+
+
+def test_recorded_xdomain_files_give_the_link_rate(tmp_path: Path) -> None:
+    """A real Linux host's XDomain files (tests/fixtures/linux/thunderbolt_sysfs_mapleridge.txt:
+    `cat rx_lanes` … `cat tx_speed` of a Maple Ridge card cabled to another host), laid out
+    as the same recording's `tree` shows (XDomain 0-1, service 0-1.0 bound to
+    thunderbolt-net): 2 lanes of 20.0 Gb/s, a 40 Gb/s link."""
+    import re
+
+    text = (FIXTURES / "thunderbolt_sysfs_mapleridge.txt").read_text()
+    files = dict(re.findall(r"# cat (\w+)\n([^\n]+)\n", text))
+    assert {k: files[k] for k in ("rx_lanes", "tx_lanes", "rx_speed", "tx_speed")} == {
+        "rx_lanes": "2", "tx_lanes": "2", "rx_speed": "20.0 Gb/s", "tx_speed": "20.0 Gb/s"}
+    net = _thunderbolt_tree(tmp_path, rx=files["rx_speed"], tx=files["tx_speed"],
+                            rx_lanes=files["rx_lanes"], tx_lanes=files["tx_lanes"])
+    link = thunderbolt_link("thunderbolt0", net)
+    assert (link.rx_mbit, link.tx_mbit, link.speed_mbit) == (40000, 40000, 40000)

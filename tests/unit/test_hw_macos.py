@@ -99,7 +99,20 @@ EXPECTED_RECEPTACLES = {
         1: (False, None, 120000, None), 2: (True, 80000, None, "MacBook Pro"),
         3: (True, 40000, None, "TBU405Pro"),
     },
+    "sp_thunderbolt_macmini_m4pro_macos27_peer40g.json": {
+        1: (False, None, 120000, None), 2: (True, 40000, None, "MacBook Pro"),
+        3: (True, 20000, None, "Studio Display"),
+    },
 }
+
+
+def test_only_a_mac_at_the_other_end_is_a_network_link():
+    """Real capture (macOS 27): receptacle 2 reaches a MacBook Pro with an IP service,
+    3 a Studio Display without one."""
+    got = _recs("sp_thunderbolt_macmini_m4pro_macos27_peer40g.json")
+    assert (got[2].ip_service, got[3].ip_service, got[1].ip_service) == (True, False, False)
+    studio = _recs(STUDIO)
+    assert (studio[2].ip_service, studio[4].ip_service) == (True, False)  # Envoy: a drive
 
 
 def test_every_thunderbolt_fixture_has_expectations():
@@ -217,6 +230,9 @@ EXPECTED_IFCONFIG = {
     },
     "ifconfig_m_en10_10G_at_1G_SYNTHETIC.txt": {
         "en10": ("active", "1000baseT", 1000, 10000, ()),
+    },
+    "ifconfig_bridge0_addrcache_m1macmini_macos11.txt": {
+        "bridge0": ("active", None, None, None, ("en2", "en3")),
     },
     # `ifconfig bridge0` with its "Address cache:" lines (tests/unit/test_hw_macos_bridge.py)
     "ifconfig_bridge0_addrcache_SYNTHETIC.txt": {

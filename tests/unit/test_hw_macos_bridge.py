@@ -236,3 +236,13 @@ def test_bad_arguments_run_no_command(bridge, peer):
     mac = mac_with()
     assert hb.bridge_member_for_peer(bridge, peer, runner=mac) is None
     assert mac.calls == []
+
+
+def test_real_recording_of_an_m1_mac_minis_thunderbolt_bridge():
+    """`ifconfig bridge0` on an M1 Mac mini cabled to a Linux box over Thunderbolt (macOS
+    11; tests/fixtures/macos/README.md): members en2 and en3, learned entries with expire
+    0 and unpadded octets; the Linux peer's MAC 36:50:51:3f:7c:0 is on en2."""
+    text = fx("ifconfig_bridge0_addrcache_m1macmini_macos11.txt")
+    assert parse_bridge_members(text) == ["en2", "en3"]
+    assert hb.parse_address_cache(text) == {
+        "12:e2:e9:5f:d5:4b": "en3", "36:50:51:3f:7c:00": "en2", "02:e2:e9:5f:d5:4b": "en2"}
