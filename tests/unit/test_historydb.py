@@ -21,7 +21,8 @@ T0 = 1_800_000_000.0  # a round-ish unix time
 def _link_row(t: float, util: float = 0.1, state: str = "up", rtt: float | None = 0.5):
     return ("link", "L1", LINK_COLUMNS,
             (t, rtt, None if rtt is None else rtt - 0.1, None if rtt is None else rtt + 0.1,
-             util * 1e9, util * 5e8, util, state))
+             util * 1e9, util * 5e8, util, state, None if rtt is None else rtt - 0.2,
+             None if rtt is None else 0.1))
 
 
 def _fill(db: HistoryDB, start: float, seconds: int, peak_at: float | None = None,
@@ -233,16 +234,17 @@ def test_a_column_added_later_is_added_to_every_tier(tmp_path, monkeypatch):
     db = open_or_replace(path, 30 * DAY)
     _fill(db, T0, 10)
     db.close()
-    wider = (*LINK_COLUMNS[:-1], "queue_delay_ms", "state")
+    wider = (*LINK_COLUMNS, "rdma_rx_bytes_per_s")
     monkeypatch.setitem(historyschema.KINDS, "link", wider)
     db = open_or_replace(path, 30 * DAY)
     for tier in ("raw", "10s", "1m"):
         cols = {r[1] for r in db.conn.execute(f"PRAGMA table_info(link_{tier})")}
-        assert ("queue_delay_ms" if tier == "raw" else "queue_delay_ms_max") in cols
+        assert ("rdma_rx_bytes_per_s" if tier == "raw" else "rdma_rx_bytes_per_s_max") in cols
     t = T0 + 11
-    db.write(t, [("link", "L1", wider, (t, 0.5, 0.4, 0.6, 1.0, 1.0, 0.1, 2.5, "up"))], [])
+    db.write(t, [("link", "L1", wider, (t, 0.5, 0.4, 0.6, 1.0, 1.0, 0.1, "up", 0.3, 0.2,
+                                        2500.0))], [])
     q = db.query("link", "L1", T0, t, 100, t)
-    assert q["queue_delay_ms"][0] is None and q["queue_delay_ms"][-1] == 2.5
+    assert q["rdma_rx_bytes_per_s"][0] is None and q["rdma_rx_bytes_per_s"][-1] == 2500.0
     db.close()
 
 
