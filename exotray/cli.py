@@ -166,26 +166,30 @@ def cmd_agent(args: argparse.Namespace) -> int:
         return 1
 
 
-def cmd_status(args: argparse.Namespace) -> int:
-    cluster = _get(args, "/v1/cluster")
-    if args.json:
-        json.dump(cluster, sys.stdout, indent=2)
-        print()
-    else:
-        print("\n".join(status_lines(cluster)))
+def _show(args: argparse.Namespace, path: str, lines) -> int:
+    """GET `path` from the local agent: as JSON with --json, else as `lines` renders it.
+    A reader that stops early (`| head`) ends the output quietly, not with a traceback."""
+    answer = _get(args, path)
+    try:
+        if args.json:
+            json.dump(answer, sys.stdout, indent=2)
+            print()
+        else:
+            print("\n".join(lines(answer)))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
     return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    return _show(args, "/v1/cluster", status_lines)
 
 
 def cmd_interfaces(args: argparse.Namespace) -> int:
     from exotray.core.status import interface_lines
 
-    report = _get(args, "/v1/interfaces")
-    if args.json:
-        json.dump(report, sys.stdout, indent=2)
-        print()
-    else:
-        print("\n".join(interface_lines(report)))
-    return 0
+    return _show(args, "/v1/interfaces", interface_lines)
 
 
 def _get(args: argparse.Namespace, path: str, **params: object) -> dict:
