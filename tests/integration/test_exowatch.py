@@ -199,6 +199,10 @@ def test_agents_read_exo_and_status_says_so(tmp_path, standin):
         assert wait_for(lambda: any(
             lk["exo_instances"] for n in b.get("/v1/cluster")["nodes"][1:]
             for lk in n["links"]), 10), b.log()
+        # the peer's name comes with its snapshot: b may not have been listening yet
+        # when a first asked (a retries after a back-off)
+        assert wait_for(lambda: a.get("/v1/snapshot")["links"][0]["peer_name"]
+                        == "studio-2", 15), a.log()
         text = status_text(pa)
         assert [ln for ln in text.splitlines() if ln.startswith("exo:")] == [
             "exo: Llama-3.3-70B-Instruct-4bit (ring) over Loopback to studio-2."], text
