@@ -30,9 +30,10 @@ from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QCursor, QFont, QPen
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from exotray.core import fmt, queueing, topology
+from exotray.core import fmt, topology
 from exotray.core.topology import Edge, Node
-from exotray.ui import linkwords, theme
+from exotray.ui import linkwords, theme, topology_tips
+from exotray.ui.topology_tips import esc
 
 KINDS: Final = ("unknown", "calm", "busy", "hot", "down")
 #: per-edge badges are drawn while there are at most this many edges
@@ -275,7 +276,7 @@ class TopologyView(pg.PlotWidget):
 
     def exo_link_ids(self) -> list[str]:
         """Primary link ids of the edges drawn as carrying exo traffic."""
-        return [e.primary["id"] for e in self._edges if edge_exo(e)]
+        return [e.primary["id"] for e in self._edges if topology_tips.edge_exo(e)]
 
     def exo_halo(self) -> pg.PlotCurveItem:
         return self._halo_exo
@@ -393,7 +394,7 @@ class TopologyView(pg.PlotWidget):
 
     @staticmethod
     def _label_markup(n: Node, compact: bool) -> str:
-        name = _esc(n.name)
+        name = esc(n.name)
         if n.is_self:
             head = f'<span style="color:{theme.ACCENT_DARK}; font-weight:600">{name}</span>'
         elif not n.known or not n.reachable:
@@ -454,7 +455,7 @@ class TopologyView(pg.PlotWidget):
         self._style_sig = None
 
     def _update_exo(self) -> None:
-        idx = tuple(i for i, e in enumerate(self._edges) if edge_exo(e))
+        idx = tuple(i for i, e in enumerate(self._edges) if topology_tips.edge_exo(e))
         sig = (*idx, id(self._paths))
         if sig == self._exo_sig:
             return
@@ -511,7 +512,7 @@ class TopologyView(pg.PlotWidget):
     @staticmethod
     def _badge_text(edge: Edge) -> str:
         text = f"{fmt.rate(edge.rate_bytes_per_s)} · {fmt.ms(edge.rtt_ms)}"
-        exo = edge_exo(edge)
+        exo = topology_tips.edge_exo(edge)
         return f"{text}\nexo: {', '.join(exo)}" if exo else text
 
     def _style_badge(self, badge: pg.TextItem, edge: Edge, kind: str, selected: bool) -> None:
@@ -697,100 +698,15 @@ class TopologyView(pg.PlotWidget):
         return next((n.name for n in self._nodes if n.id == node_id), node_id)
 
     def _tooltip(self, edge: Edge) -> str:
-        p = edge.primary
-        state = edge.state
-        rows = [
-            ("RTT", f"{fmt.ms(p.get('rtt_ms'))} median · {fmt.ms(p.get('rtt_min_ms'))} min"
-                    f" · {fmt.ms(p.get('rtt_max_ms'))} max"),
-            ("Queueing", _queueing(p)),
-            ("Jitter", fmt.ms(p.get("jitter_ms"))),
-            ("Loss", fmt.percent(p.get("loss"))),
-            ("rx / tx", f"{fmt.rate(p.get('rx_bytes_per_s'))} / "
-                        f"{fmt.rate(p.get('tx_bytes_per_s'))}"),
-            ("Utilization", fmt.percent(edge.utilization)),
-            ("Capacity", _capacity(p, self._ifaces.get(edge.a, {}))),
-            ("Interface", linkwords.via(p, self._ifaces.get(edge.a, {}))),
-        ]
-        if edge_exo(edge):
-            rows.append(("exo", ", ".join(edge_exo(edge))))
-        rdma = {"counted": "counted in rx / tx",
-                "not_counted": "RDMA not counted (macOS has no RDMA counters)"}.get(
-            p.get("rdma") or (edge.reverse or {}).get("rdma") or "")
-        if rdma:
-            rows.append(("RDMA", rdma))
-        if edge.reverse is not None:
-            r = edge.reverse
-            rows.append((
-                f"{_esc(self._name(edge.b))} end",
-                f"{r.get('local_label') or '?'} ({r.get('local_interface') or '?'}),"
-                f" {fmt.ms(r.get('rtt_ms'))}",
-            ))
-        body = "".join(
-            f'<tr><td style="color:{theme.TEXT_MUTED}; padding-right:10px">{k}</td>'
-            f"<td>{_esc(v)}</td></tr>"
-            for k, v in rows
-        )
-        head = (
-            f"<b>{_esc(self._name(edge.a))} ⇄ {_esc(self._name(edge.b))}</b>"
-            f' &nbsp;<span style="color:{theme.state_color(state)}">{_esc(state)}</span>'
-        )
-        if (note := queueing.note(p)) is not None:  # "+170 ms queueing", when it matters
-            head += f" · {_esc(note)}"
-        return f"{head}<table>{body}</table>"
+        return topology_tips.edge_tooltip(edge, self._name, self._ifaces)
 
     def _node_tooltip(self, node_id: str | None) -> str:
-        n = next((n for n in self._nodes if n.id == node_id), None)
-        if n is None:
-            return ""
-        if not n.known:
-            status = "no snapshot yet"
-        elif not n.reachable:
-            status = "unreachable" + (f", data {n.age_s:.1f} s old" if n.age_s is not None else "")
-        else:
-            status = "reachable"
-        me = " (this machine)" if n.is_self else ""
-        return f"<b>{_esc(n.name)}</b>{me}<br>{status}<br>id {_esc(n.id)}"
-
-
-def edge_exo(edge: Edge) -> list[str]:
-    """"Llama-3.3-70B-Instruct-4bit (ring)" for each exo instance either end of the edge
-    sends over it."""
-    out: list[str] = []
-    for lk in (edge.primary, edge.reverse):
-        for inst in (lk or {}).get("exo_instances") or []:
-            model = str(inst.get("model") or "?")
-            text = f"{model.rsplit('/', 1)[-1] or model} ({inst.get('backend')})"
-            if text not in out:
-                out.append(text)
-    return out
-
-
-def _capacity(link: dict[str, Any], ifaces: linkwords.Ifaces) -> str:
-    """ "6.25 MB/s (50 Mbit/s), your setting": bytes/s like the rates, 3 significant
-    digits, and where the number came from."""
-    cap = link.get("capacity_bytes_per_s")
-    if not cap or cap <= 0:
-        return "unknown"
-    return (f"{fmt.capacity_rate(cap)} ({fmt.bit_rate(cap)}),"
-            f" {linkwords.capacity_words(link, ifaces)}")
-
-
-def _queueing(link: dict[str, Any]) -> str:
-    """ "+170 ms over a 0.06 ms idle RTT"; unknown (too few probes, loss) says so."""
-    base, qd = link.get("rtt_baseline_ms"), link.get("queue_delay_ms")
-    if base is None:
-        return "unknown (no idle RTT learned yet)"
-    if qd is None:
-        return f"unknown (idle RTT {fmt.ms(base)})"
-    return f"+{fmt.ms(qd)} over a {fmt.ms(base)} idle RTT"
+        return topology_tips.node_tooltip(next((n for n in self._nodes if n.id == node_id),
+                                               None))
 
 
 def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-
-
-def _esc(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 __all__ = ["BADGE_LIMIT", "TopologyView"]

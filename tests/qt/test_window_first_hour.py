@@ -11,7 +11,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from exotray.core import fmt
-from exotray.ui.window import COLUMNS, MainWindow
+from exotray.ui.link_table import COLUMNS
+from exotray.ui.window import MainWindow
 
 SAT = "0386def512a998f6"  # studio-1 -> studio-2 over xt1a, saturated (the history's link)
 PARALLEL = "8d398daebb711140"  # studio-1 -> studio-2 over xt1c

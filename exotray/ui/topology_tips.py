@@ -1,0 +1,107 @@
+"""The topology's tooltips, as rich text built from a cluster view's edges and nodes
+(every name a peer controls is escaped). Pure: topology_view.py shows them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from exotray.core import fmt, queueing
+from exotray.core.topology import Edge, Node
+from exotray.ui import linkwords, theme
+
+
+def esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def edge_tooltip(edge: Edge, name: Callable[[str], str], ifaces: dict[str, linkwords.Ifaces],
+                 ) -> str:
+    """An edge's tooltip: its numbers from the end that reports it, the other end's
+    interface, exo and RDMA, and "+170 ms queueing" in the heading when it matters."""
+    p = edge.primary
+    state = edge.state
+    rows = [
+        ("RTT", f"{fmt.ms(p.get('rtt_ms'))} median · {fmt.ms(p.get('rtt_min_ms'))} min"
+                f" · {fmt.ms(p.get('rtt_max_ms'))} max"),
+        ("Queueing", queueing_text(p)),
+        ("Jitter", fmt.ms(p.get("jitter_ms"))),
+        ("Loss", fmt.percent(p.get("loss"))),
+        ("rx / tx", f"{fmt.rate(p.get('rx_bytes_per_s'))} / "
+                    f"{fmt.rate(p.get('tx_bytes_per_s'))}"),
+        ("Utilization", fmt.percent(edge.utilization)),
+        ("Capacity", capacity_text(p, ifaces.get(edge.a, {}))),
+        ("Interface", linkwords.via(p, ifaces.get(edge.a, {}))),
+    ]
+    if edge_exo(edge):
+        rows.append(("exo", ", ".join(edge_exo(edge))))
+    rdma = {"counted": "counted in rx / tx",
+            "not_counted": "RDMA not counted (macOS has no RDMA counters)"}.get(
+        p.get("rdma") or (edge.reverse or {}).get("rdma") or "")
+    if rdma:
+        rows.append(("RDMA", rdma))
+    if edge.reverse is not None:
+        r = edge.reverse
+        rows.append((
+            f"{esc(name(edge.b))} end",
+            f"{r.get('local_label') or '?'} ({r.get('local_interface') or '?'}),"
+            f" {fmt.ms(r.get('rtt_ms'))}",
+        ))
+    body = "".join(
+        f'<tr><td style="color:{theme.TEXT_MUTED}; padding-right:10px">{k}</td>'
+        f"<td>{esc(v)}</td></tr>"
+        for k, v in rows
+    )
+    head = (
+        f"<b>{esc(name(edge.a))} ⇄ {esc(name(edge.b))}</b>"
+        f' &nbsp;<span style="color:{theme.state_color(state)}">{esc(state)}</span>'
+    )
+    if (note := queueing.note(p)) is not None:  # "+170 ms queueing", when it matters
+        head += f" · {esc(note)}"
+    return f"{head}<table>{body}</table>"
+
+
+def node_tooltip(n: Node | None) -> str:
+    if n is None:
+        return ""
+    if not n.known:
+        status = "no snapshot yet"
+    elif not n.reachable:
+        status = "unreachable" + (f", data {n.age_s:.1f} s old" if n.age_s is not None else "")
+    else:
+        status = "reachable"
+    me = " (this machine)" if n.is_self else ""
+    return f"<b>{esc(n.name)}</b>{me}<br>{status}<br>id {esc(n.id)}"
+
+
+def edge_exo(edge: Edge) -> list[str]:
+    """"Llama-3.3-70B-Instruct-4bit (ring)" for each exo instance either end of the edge
+    sends over it."""
+    out: list[str] = []
+    for lk in (edge.primary, edge.reverse):
+        for inst in (lk or {}).get("exo_instances") or []:
+            model = str(inst.get("model") or "?")
+            text = f"{model.rsplit('/', 1)[-1] or model} ({inst.get('backend')})"
+            if text not in out:
+                out.append(text)
+    return out
+
+
+def capacity_text(link: dict[str, Any], ifaces: linkwords.Ifaces) -> str:
+    """ "6.25 MB/s (50 Mbit/s), your setting": bytes/s like the rates, 3 significant
+    digits, and where the number came from."""
+    cap = link.get("capacity_bytes_per_s")
+    if not cap or cap <= 0:
+        return "unknown"
+    return (f"{fmt.capacity_rate(cap)} ({fmt.bit_rate(cap)}),"
+            f" {linkwords.capacity_words(link, ifaces)}")
+
+
+def queueing_text(link: dict[str, Any]) -> str:
+    """ "+170 ms over a 0.06 ms idle RTT"; unknown (too few probes, loss) says so."""
+    base, qd = link.get("rtt_baseline_ms"), link.get("queue_delay_ms")
+    if base is None:
+        return "unknown (no idle RTT learned yet)"
+    if qd is None:
+        return f"unknown (idle RTT {fmt.ms(base)})"
+    return f"+{fmt.ms(qd)} over a {fmt.ms(base)} idle RTT"
