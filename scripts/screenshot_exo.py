@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -24,18 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import exo_state as ex
 from exo_standin import StandIn
 from PySide6.QtWidgets import QApplication
+from screenshots import pump  # scripts/: the folder this script runs from
 
 from exotray.ui.app import App
-
-
-def pump(qapp: QApplication, seconds: float, until=None) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        qapp.processEvents()
-        if until is not None and until():
-            return True
-        time.sleep(0.02)
-    return until is None
 
 
 def main(out: Path) -> int:
