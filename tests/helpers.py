@@ -3,6 +3,7 @@ that outlast their purpose."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import signal
 import socket
@@ -103,3 +104,19 @@ class AgentProc:
                 self.proc.kill()
                 self.proc.wait(5)
         self._log.close()
+
+
+class JsonHandler(http.server.BaseHTTPRequestHandler):
+    """A stand-in server's request handler: `answer(body)` sends a JSON reply (body, its
+    length, the status), and requests are not logged. Subclasses write do_GET."""
+
+    def answer(self, body: bytes, status: int = 200) -> None:
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+

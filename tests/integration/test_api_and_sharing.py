@@ -10,7 +10,7 @@ from typing import ClassVar
 
 import httpx
 import pytest
-from helpers import AgentProc, free_port, wait_for
+from helpers import AgentProc, JsonHandler, free_port, wait_for
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def test_events_after(pair):
     assert httpx.get(a.url + "/v1/events?after=-1", trust_env=False).status_code == 400
 
 
-class _Garbage(http.server.BaseHTTPRequestHandler):
+class _Garbage(JsonHandler):
     bodies: ClassVar[list[bytes]] = [
         b"not json",
         b"[1, 2, 3]",
@@ -93,14 +93,7 @@ class _Garbage(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         body = self.bodies[_Garbage.served % len(self.bodies)]
         _Garbage.served += 1
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.answer(body)
 
 
 def test_bad_snapshots_are_dropped_logged_once_and_counted(tmp_path):

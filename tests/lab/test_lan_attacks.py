@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from helpers import wait_for
+from helpers import JsonHandler, wait_for
 from netlab import Agents, Lab
 
 from exotray.agent import limits as L
@@ -346,17 +346,10 @@ def test_huge_valid_snapshots_make_a_bounded_cluster_view(lab2_pair):
     lab, a1, _a2 = lab2_pair
     servers = []
 
-    class Big(http.server.BaseHTTPRequestHandler):
+    class Big(JsonHandler):
         def do_GET(self):
             body = self.server.body  # type: ignore[attr-defined]
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
+            self.answer(body)
 
     try:
         for i in range(10):

@@ -9,10 +9,12 @@ import json
 import threading
 import time
 
+from helpers import JsonHandler
+
 from exotray.ui.client import AgentClient
 
 
-class _Views(http.server.BaseHTTPRequestHandler):
+class _Views(JsonHandler):
     served = 0
 
     def do_GET(self):
@@ -21,14 +23,7 @@ class _Views(http.server.BaseHTTPRequestHandler):
             body = json.dumps({"n": _Views.served, "nodes": [], "peers": []}).encode()
         else:
             body = json.dumps({"last_seq": 0, "events": []}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.answer(body)
 
 
 def test_a_busy_gui_gets_the_latest_view_not_a_backlog(qtbot, tmp_path):
