@@ -27,10 +27,13 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=60.0)
     ap.add_argument("--hosts", type=int, default=8)
     ap.add_argument("--every", type=float, default=60.0, help="seconds between samples")
+    ap.add_argument("--sharing", choices=["poll", "stream"], default=None,
+                    help="the agents' sharing protocol (default: the agents' own default)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="exotray-soak-") as tmp:
         rows = soak.run(Path(tmp), args.hosts, args.minutes * 60, args.every,
-                        log=lambda m: print(m, file=sys.stderr))
+                        log=lambda m: print(m, file=sys.stderr),
+                        extra=("--sharing", args.sharing) if args.sharing else ())
     table = []
     for t in sorted({r["t"] for r in rows}):
         at = [r for r in rows if r["t"] == t]
@@ -38,7 +41,9 @@ def main() -> int:
                       f"{max(r['rss_mib'] for r in at):.1f}", str(max(r["fds"] for r in at)),
                       str(max(r["threads"] for r in at)), str(max(r["tasks"] for r in at)),
                       f"{min(r['links_up'] for r in at)}/{args.hosts - 1}"])
-    print(f"## exotray soak: {args.hosts} agents, {args.minutes:g} min, iperf3 bursts\n")
+    sharing = args.sharing or "default"
+    print(f"## exotray soak: {args.hosts} agents, {args.minutes:g} min, iperf3 bursts, "
+          f"sharing {sharing}\n")
     print(machine_line(machine_info()) + "\n")
     print(md_table(["min", "RSS MiB median", "RSS MiB max", "fds max", "threads max",
                     "tasks max", "links up (min)"], table))

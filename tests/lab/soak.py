@@ -26,13 +26,13 @@ def sample(agent) -> dict:
 
 
 def run(tmp: Path, hosts: int, seconds: float, every: float, burst_s: int = 5,
-        log=print) -> list[dict]:
+        log=print, extra: tuple[str, ...] = ()) -> list[dict]:
     """Samples (one row per agent per round) over `seconds` of mDNS + probes + load."""
     rows: list[dict] = []
     with netlab.Lab(hosts) as lab:
         agents = Agents(lab, tmp)
         try:
-            procs = [agents.start(h, name=f"n{i + 1}") for i, h in enumerate(lab.hosts)]
+            procs = [agents.start(h, *extra, name=f"n{i + 1}") for i, h in enumerate(lab.hosts)]
             for a in procs:
                 a.wait_ready()
             time.sleep(5)
