@@ -221,7 +221,7 @@ class LinkDetails(QWidget):
             grid.addWidget(value, row, 1)
             self._values[key] = value
             row += 1
-            if key in ("utilization", "capacity"):
+            if key in ("tx_bytes_per_s", "utilization", "capacity"):
                 sub = _sub_label()
                 grid.addWidget(sub, row, 0, 1, 2)
                 self._subs[key] = sub
@@ -302,6 +302,10 @@ class LinkDetails(QWidget):
         self._values["loss"].setText(fmt.percent(link.get("loss")))
         self._values["rx_bytes_per_s"].setText(fmt.rate(link.get("rx_bytes_per_s")))
         self._values["tx_bytes_per_s"].setText(fmt.rate(link.get("tx_bytes_per_s")))
+        # "IP only: RDMA not counted · RDMA enabled · rdma_en3 PORT_ACTIVE": a JACCL link
+        # on macOS must not read as an idle one
+        self._set_sub("tx_bytes_per_s", " · ".join(
+            x for x in (linkwords.rdma_short(link), linkwords.rdma_state(link)) if x))
         cap = link.get("capacity_bytes_per_s")
         if not cap or cap <= 0:
             cap = None
@@ -326,7 +330,8 @@ class LinkDetails(QWidget):
             self._set_sub("capacity", "set it in Preferences, or Measure capacity")
         at = linkwords.speed(link, ifaces)
         self._interface.setText(f"via {linkwords.via(link, ifaces)}" + (f" · {at}" if at else ""))
-        self._note.setText(linkwords.traffic_note(link, ifaces))
+        rdma = linkwords.rdma_words(link)
+        self._note.setText(linkwords.traffic_note(link, ifaces) + (f" {rdma}" if rdma else ""))
         self._set_capacity(cap)
 
     def set_result(self, text: str | None) -> None:

@@ -146,7 +146,10 @@ def test_no_exo_no_column_no_clutter(qtbot, tmp_path):
 def test_rdma_words():
     jaccl = {"exo_instances": [{"id": "j", "model": "m/Big", "backend": "jaccl"}],
              "rdma": "not_counted"}
-    assert exo_cell(jaccl) == "Big (jaccl) · RDMA not counted"
+    assert exo_cell(jaccl) == "Big (jaccl) · RDMA not counted (RDMA state unknown)"
+    assert exo_cell({**jaccl, "rdma_enabled": True, "rdma_ports": [
+        {"device": "rdma_en3", "state": "PORT_DOWN"}]}) == (
+        "Big (jaccl) · RDMA not counted (RDMA enabled · rdma_en3 PORT_DOWN)")
     assert exo_cell({"rdma": "counted"}) == "RDMA counted"
     assert exo_cell({}) == ""
     assert summary.exo_text([{"local_label": "Thunderbolt 2", **jaccl}]) == \

@@ -183,3 +183,19 @@ def test_macos_without_rdma_ctl_or_devices():
     assert rdma.parse_ibv_devinfo("No IB devices found\n") == {}
     two_ports = "hca_id: x\n port: 1\n  state: PORT_ACTIVE (4)\n port: 2\n  state: PORT_INIT (2)\n"
     assert rdma.parse_ibv_devinfo(two_ports) == {"x": "PORT_ACTIVE", "x/2": "PORT_INIT"}
+
+
+def test_recorded_macos_ibv_devinfo():
+    """Two real `ibv_devinfo` outputs of Macs (tests/fixtures/macos/README.md)."""
+    mbp = (FIX / "macos" / "ibv_devinfo_macbookpro_m5max_macos27.txt").read_text()
+    assert rdma.parse_ibv_devinfo(mbp) == {
+        "rdma_en1": "PORT_DOWN", "rdma_en6": "PORT_DOWN", "rdma_en2": "PORT_DOWN"}
+    mini = (FIX / "macos" / "ibv_devinfo_macmini_m4pro_tn3205.txt").read_text()
+    assert rdma.parse_ibv_devinfo(mini) == {
+        "rdma_en2": "PORT_ACTIVE", "rdma_en3": "PORT_ACTIVE", "rdma_en4": "PORT_ACTIVE"}
+    # through the seam, with rdma_ctl's bare word (no recording: see the README)
+    outputs = {"rdma_ctl": "enabled\n", "ibv_devinfo": mbp}
+    assert rdma.macos_status(lambda cmd: outputs[cmd[0]]) == {
+        "enabled": True, "ports": {"rdma_en1": "PORT_DOWN", "rdma_en6": "PORT_DOWN",
+                                   "rdma_en2": "PORT_DOWN"}}
+    assert rdma.parse_rdma_ctl("disabled\n") is False
