@@ -98,8 +98,9 @@ def rdma_words(link: dict[str, Any]) -> str:
     if note != "not_counted":
         return ""
     state = rdma_state(link)
-    return ("RDMA traffic (exo's JACCL) is not counted: this OS has no RDMA counters, so "
-            "rx / tx are IP traffic only and a busy RDMA link can look idle."
+    return ("RDMA traffic (exo's JACCL) is not counted: no RDMA counters can be read on "
+            "this node (macOS has none), so rx / tx are IP traffic only and a busy RDMA "
+            "link can look idle."
             + (f" {state}." if state else ""))
 
 

@@ -39,7 +39,7 @@ def edge_tooltip(edge: Edge, name: Callable[[str], str], ifaces: dict[str, linkw
     # rx / tx are not shown here, so only its state)
     r = p if p.get("rdma") else (edge.reverse or {})
     rdma = {"counted": "counted in rx / tx",
-            "not_counted": "not counted (no RDMA counters on this OS)"}.get(r.get("rdma") or "")
+            "not_counted": "not counted (no RDMA counters readable there)"}.get(r.get("rdma") or "")
     if rdma:
         if r is p and r.get("rdma") == "not_counted":  # the rx / tx above are IP only
             rows[4] = ("rx / tx", rows[4][1] + " (IP only)")
