@@ -248,12 +248,15 @@ class ExoWatch:
         on_link = {local_interface, *self._members(local_interface)}
         mac = self.rdma_macos or {}
         states = mac.get("ports") or {}
+        # names from exo and ibv_devinfo, within what peers' schema takes (64 characters)
         devices = dict.fromkeys(d for i in instances if i.backend == "jaccl"
-                                for d in i.devices if exo.rdma_port(d) in on_link)
+                                for d in i.devices if exo.rdma_port(d) in on_link
+                                and len(d) <= 64)
         enabled = mac.get("enabled")
         if enabled is None and self.state is not None:
             enabled = self.state.rdma_enabled
-        return enabled, [{"device": d, "state": states.get(d)} for d in list(devices)[:8]]
+        return enabled, [{"device": d, "state": (states.get(d) or "")[:64] or None}
+                         for d in list(devices)[:8]]
 
     def _paths(self) -> None:
         facts = []

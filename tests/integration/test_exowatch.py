@@ -278,3 +278,11 @@ def test_jaccl_link_through_a_bridge_member_and_rdma_not_counted(tmp_path):
     # with port counters for en3 (Linux), they are the link's too
     w.rdma_rates.rates = {"en3": (1e9, 2e9)}
     assert w.rdma_for("bridge0", [inst]) == ("counted", (1e9, 2e9))
+    # where it is not counted, the port states (macOS ibv_devinfo), within the schema's
+    # 64 characters whatever exo and the command say
+    w.rdma_rates.rates = {}
+    w.rdma_macos = {"enabled": True, "ports": {"rdma_en3": "PORT_ACTIVE"}}
+    long = exo.ExoInstance("j2", "m", "jaccl", devices=("rdma_en3", "rdma_" + "x" * 70))
+    assert w.rdma_state("bridge0", [inst, long], "not_counted") == (
+        True, [{"device": "rdma_en3", "state": "PORT_ACTIVE"}])
+    assert w.rdma_state("bridge0", [inst], None) == (None, [])
