@@ -86,7 +86,9 @@ def _rows(cluster: dict[str, Any] | None) -> list[tuple[str, list[tuple[str, Any
                 (fmt.percent(lk.get("loss")), lk.get("loss") or 0.0),
                 (fmt.rate(lk.get("rx_bytes_per_s")), rate_key),
                 (fmt.rate(lk.get("tx_bytes_per_s")), lk.get("tx_bytes_per_s") or 0.0),
-                (fmt.utilization(lk.get("utilization"), cap),
+                (f"IP {fmt.utilization(lk.get('utilization'), cap)}"
+                 if lk.get("rdma") == "not_counted" and cap  # RDMA not in it: a lower bound
+                 else fmt.utilization(lk.get("utilization"), cap),
                  lk.get("utilization") if lk.get("utilization") is not None and cap
                  else -1.0),
                 (_capacity_text(cap), cap if cap is not None else -1.0),

@@ -309,7 +309,9 @@ class LinkDetails(QWidget):
         cap = link.get("capacity_bytes_per_s")
         if not cap or cap <= 0:
             cap = None
-        self._values["utilization"].setText(fmt.utilization(link.get("utilization"), cap))
+        ip_only = link.get("rdma") == "not_counted"  # the IP part of an RDMA link's load
+        self._values["utilization"].setText(
+            "unknown" if ip_only and cap else fmt.utilization(link.get("utilization"), cap))
         self._values["capacity"].setText(fmt.capacity_rate(cap))
         # one unit per sentence: the busier direction's rate and the capacity in bytes/s,
         # the capacity's link speed (bit/s) as a label of its own
@@ -318,8 +320,9 @@ class LinkDetails(QWidget):
                  if link.get(k) is not None]
         busy = max(rates, key=lambda r: r[0]) if rates else None
         if cap is not None and busy is not None:
-            self._set_sub("utilization", f"{busy[1]} {fmt.rate(busy[0])} of "
-                                         f"{fmt.capacity_rate(cap)}")
+            self._set_sub("utilization", ("IP alone: " + fmt.utilization(
+                link.get("utilization"), cap) + ", " if ip_only else "")
+                + f"{busy[1]} {fmt.rate(busy[0])} of {fmt.capacity_rate(cap)}")
         else:
             self._set_sub("utilization", "")
         ifaces = interfaces or {}

@@ -33,7 +33,7 @@ def agent_on_a_mac(tmp_path, ibv_devinfo: str | None, rdma_ctl: str | None) -> A
     now = [100.0]
     s = Settings(name="studio-1", bind="127.0.0.1", port=0, mdns=False, interval=1.0,
                  state_dir=str(tmp_path / "state"), history_days=0,
-                 exo_url="http://127.0.0.1:9")
+                 capacity={"en3": 80_000.0}, exo_url="http://127.0.0.1:9")
     agent = Agent(s, clock=lambda: now[0])
     calls: list[list[str]] = []
 
@@ -83,11 +83,16 @@ def test_jaccl_link_on_a_mac_says_rdma_enabled_port_active_and_not_counted(qtbot
     assert not sub.isHidden()
     assert sub.text() == "IP only: RDMA not counted · RDMA enabled · rdma_en3 PORT_ACTIVE"
     assert "rx / tx are IP traffic only" in view._note.text()
+    # its utilization is unknown (the IP part alone is shown as such), not "idle"
+    assert lk["utilization"] == 0.0  # the IP part (1 kB/s of 10 GB/s), a lower bound
+    assert view._values["utilization"].text() == "unknown"
+    assert view._subs["utilization"].text().startswith("IP alone: 0 %, ")
 
     table = LinkTable()
     qtbot.addWidget(table)
     table.set_cluster(cluster)
     assert not table.isColumnHidden(EXO)
+    assert table.source.item(0, 8).text() == "IP 0 %"
     cell = table.source.item(0, EXO)
     assert cell.text() == ("Llama-3.3-70B-Instruct-4bit (jaccl) · RDMA not counted "
                            "(RDMA enabled · rdma_en3 PORT_ACTIVE)")
@@ -95,6 +100,8 @@ def test_jaccl_link_on_a_mac_says_rdma_enabled_port_active_and_not_counted(qtbot
     topo = TopologyView()
     qtbot.addWidget(topo)
     topo.set_cluster(cluster)
+    (edge,) = topo._edges
+    assert edge.utilization is None  # drawn as unknown, not as a calm (idle) link
     tip = topo.edge_tooltip(lk["id"])
     assert "(IP only)" in tip
     assert "not counted (no RDMA counters readable there)" in tip
