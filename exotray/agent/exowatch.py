@@ -224,6 +224,8 @@ class ExoWatch:
         """`link`'s traffic, capacity and utilization, RDMA included where counted."""
         rate, capacity, util = self.monitor.numbers(link.local_interface, link.target[0],
                                                     track=track)
+        if self.state is None and not self.rdma_rates.rates:  # no exo: most users
+            return LinkNumbers(rate, capacity, util, None, [])
         insts = self.for_link(link.target[0], link.local_interface)
         if not self.rdma_rates.rates:  # the common case: no RDMA counters (or no exo)
             return LinkNumbers(rate, capacity, util,
