@@ -11,15 +11,17 @@ the test advances). The clock is injected: no sleeping."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
-from test_rdma import PROCFS, untar
+from ttar import untar
 
 from exotray.agent import exo
 from exotray.agent.runtime import Agent
 from exotray.agent.sampler import NicInfo
 from exotray.core.settings import Settings
 
+PROCFS = Path(__file__).resolve().parents[1] / "fixtures" / "linux" / "infiniband_procfs.ttar"
 IFACE, PEER = "ib0", "10.213.150.2"
 NIC = NicInfo(IFACE, True, None, ("10.213.150.1",), (("10.213.150.1", 24),), multicast=True)
 #: words of 4 bytes sent per second over RDMA: 2.4 GB/s against a 20 Gbit/s (2.5 GB/s) port
