@@ -122,6 +122,10 @@ def test_exo_slow_path_marked_raised_cleared_and_gone(lab3, tmp_path):
     assert wait_for(lambda: a.get("/v1/snapshot")["exo"]["identified_by"] == "network", 10)
     assert _links(a)[a_fast]["exo_instances"] and _links(a)[a_slow]["exo_instances"] == []
     assert a.get("/v1/snapshot")["exo"]["node_id"] == H1
+    status = h1.exec(sys.executable, "-m", "exotray", "status", "--port", str(PORT))
+    (line,) = [ln for ln in status.splitlines() if ln.startswith("exo:")]
+    assert line.endswith("; /node_id failed (/node_id answered HTTP 404): this node found "
+                         "by its address in exo's nodeNetwork."), line
     assert _kinds(a) == ["exo_slow_path", "exo_slow_path_cleared"]
 
     # exo stops: marks go, one status line, no log flood
