@@ -19,6 +19,13 @@ for every node, before Dec 2025), `ibvDevices` / `ibvCoordinators` / `ibvCoordin
 model card before `modelCard`), and snake_case keys (a `model_dump()` without aliases).
 Unknown keys are ignored; an instance that cannot be read is skipped and counted; a
 document that is not a JSON object is `ExoUnreadable`.
+
+Which node is this machine? exo's `/node_id` says. When it does not answer (an exo
+without it, an error), `identify_self` looks for this machine's own addresses in exo's
+state: in `nodeNetwork` (an address listed for one node only), else at a node's own slot
+of a ring (the IP the other nodes connect to at the index of that node's `0.0.0.0`).
+When neither tells one node, nothing is marked: every address a ring uses would mark
+links this node does not use.
 """
 
 from __future__ import annotations
@@ -69,6 +76,11 @@ class ExoState:
     rdma_enabled: bool | None = None
     #: exo node id -> friendly name (`nodeIdentities`)
     names: dict[str, str] = field(default_factory=dict)
+    #: how `node_id` was known: "node_id" (exo's /node_id), "network" (this machine's
+    #: address in nodeNetwork), "ring" (its address at its own ring slot); None: unknown
+    identified_by: str | None = None
+    #: why this node could not be told apart (when `identified_by` is None)
+    unidentified: str | None = None
 
 
 def _get(d: Mapping[str, Any], *keys: str) -> Any:
@@ -161,24 +173,31 @@ def _ip(host: Any) -> str | None:
     return _text(ip)
 
 
-def _ring(body: Mapping[str, Any], node_id: str | None) -> tuple[tuple[str, ...], bool]:
+def _ring(body: Mapping[str, Any], node_id: str | None,
+          local: frozenset[str] = frozenset()) -> tuple[tuple[str, ...], bool]:
     by_node = _get(body, "hostsByNode", "hosts_by_node")
     if isinstance(by_node, dict):
-        if node_id is not None and node_id in by_node:
-            hosts, mine = by_node[node_id], True
-        elif node_id is not None:
-            return (), False  # a ring this node is not in
-        else:  # we do not know which node we are: every address the ring uses
-            hosts = [h for hs in by_node.values() if isinstance(hs, list) for h in hs]
-            mine = False
+        if node_id is None or node_id not in by_node:
+            return (), False  # a ring this node is not in, or we cannot tell which we are
+        hosts, mine = by_node[node_id], True
     else:  # exo before Dec 2025: one list for the whole ring
-        hosts, mine = _get(body, "hosts"), node_id is None
-        if node_id is not None:
-            n2r = _get(_get(body, "shardAssignments", "shard_assignments") or {},
-                       "nodeToRunner", "node_to_runner")
-            mine = not isinstance(n2r, dict) or node_id in n2r
-            if not mine:
+        hosts = _get(body, "hosts")
+        if not isinstance(hosts, list):
+            raise TypeError("ring hosts are not a list")
+        if node_id is None:
+            # our own entry, by address: the ring neighbours are the entries beside it
+            ips = [_ip(h) for h in hosts]
+            me = next((i for i, ip in enumerate(ips) if ip in local), None)
+            if me is None:
                 return (), False
+            hosts = [hosts[j] for j in ((me - 1) % len(hosts), (me + 1) % len(hosts))
+                     if j != me]
+            return tuple(dict.fromkeys(ip for ip in map(_ip, hosts) if ip)), True
+        n2r = _get(_get(body, "shardAssignments", "shard_assignments") or {},
+                   "nodeToRunner", "node_to_runner")
+        mine = not isinstance(n2r, dict) or node_id in n2r
+        if not mine:
+            return (), False
     if not isinstance(hosts, list):
         raise TypeError("ring hosts are not a list")
     ips = (_ip(h) for h in hosts)
@@ -197,9 +216,73 @@ def _jaccl(body: Mapping[str, Any], assign: Mapping[str, Any],
     return tuple(dict.fromkeys(d for d in devs if d)), True
 
 
-def parse_state(state: Mapping[str, Any], node_id: str | None) -> ExoState:
+def _raw_ip(host: Any) -> str | None:
+    """A ring slot's IP as written, placeholders included."""
+    if isinstance(host, dict):
+        ip = _get(host, "ip", "address")
+        return ip if isinstance(ip, str) else None
+    if isinstance(host, str):
+        return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return None
+
+
+def identify_self(state: Mapping[str, Any], local_addresses: Iterable[str],
+                  ) -> tuple[str | None, str]:
+    """Which exo node this machine is, when `/node_id` did not say: (id, "network" |
+    "ring"), or (None, why not). Only an answer naming exactly one node counts."""
+    local = frozenset(a for a in local_addresses if isinstance(a, str) and a
+                      and a not in (RING_SELF, RING_PLACEHOLDER) and not a.startswith("127."))
+    if not local:
+        return None, "this machine has no address to look for"
+    # exo's own list of each node's addresses; an address two nodes share (a VM
+    # bridge's 192.168.64.1 on every Mac) says nothing
+    owners: dict[str, set[str]] = {}
+    net = _get(state, "nodeNetwork", "node_network")
+    for nid, info in (net.items() if isinstance(net, dict) else ()):
+        ifaces = _get(info, "interfaces") if isinstance(info, dict) else None
+        for i in (ifaces if isinstance(ifaces, list) else ()):
+            ip = _get(i, "ipAddress", "ip_address") if isinstance(i, dict) else None
+            if isinstance(ip, str):
+                owners.setdefault(ip, set()).add(str(nid))
+    found = {next(iter(n)) for ip, n in owners.items() if ip in local and len(n) == 1}
+    if len(found) == 1:
+        return found.pop(), "network"
+    if len(found) > 1:
+        return None, "this machine's addresses belong to several exo nodes"
+    # a ring: the other nodes connect to us at our slot (the index of our 0.0.0.0)
+    raw = _get(state, "instances")
+    for value in (raw.values() if isinstance(raw, dict) else ()):
+        _, body = _untag(value)
+        by_node = _get(body, "hostsByNode", "hosts_by_node") if isinstance(body, dict) else None
+        if not isinstance(by_node, dict):
+            continue
+        lists = {str(n): h for n, h in by_node.items() if isinstance(h, list)}
+        for nid, hosts in lists.items():
+            slots = [i for i, h in enumerate(hosts) if _raw_ip(h) == RING_SELF]
+            if len(slots) != 1:
+                continue
+            if any(len(h) > slots[0] and _ip(h[slots[0]]) in local
+                   for other, h in lists.items() if other != nid):
+                found.add(nid)
+    if len(found) == 1:
+        return found.pop(), "ring"
+    if len(found) > 1:
+        return None, "this machine's addresses are at several nodes' ring slots"
+    return None, "no address of this machine in exo's state"
+
+
+def parse_state(state: Mapping[str, Any], node_id: str | None,
+                local_addresses: Iterable[str] | None = None) -> ExoState:
     """exo's `/state` (decoded) and this node's exo id (None when unknown) -> ExoState.
+    Without an id, this machine's `local_addresses` (when given) tell which node it is
+    (`identify_self`); else nothing of the rings and JACCL instances is marked as ours.
     Tolerant: a missing part is empty, a broken instance is skipped and counted."""
+    identified_by: str | None = "node_id" if node_id is not None else None
+    unidentified: str | None = None
+    local = frozenset(local_addresses or ())
+    if node_id is None:
+        node_id, how = identify_self(state, local)
+        identified_by, unidentified = (how, None) if node_id is not None else (None, how)
     instances: list[ExoInstance] = []
     skipped = 0
     raw = _get(state, "instances")
@@ -221,7 +304,7 @@ def parse_state(state: Mapping[str, Any], node_id: str | None) -> ExoState:
             assign = assign if isinstance(assign, dict) else {}
             iid = _text(_get(body, "instanceId", "instance_id")) or _text(key) or "?"
             if tag in RING_TAGS:
-                ips, mine = _ring(body, node_id)
+                ips, mine = _ring(body, node_id, local)
                 instances.append(ExoInstance(iid, _model(assign), "ring", neighbours=ips,
                                              mine=mine))
             elif tag in JACCL_TAGS:
@@ -246,7 +329,8 @@ def parse_state(state: Mapping[str, Any], node_id: str | None) -> ExoState:
         _, mine = _untag(ctl[node_id])
         enabled = mine.get("enabled") if isinstance(mine, dict) else None
         rdma = enabled if isinstance(enabled, bool) else None
-    return ExoState(node_id, tuple(instances), skipped, rdma, names)
+    return ExoState(node_id, tuple(instances), skipped, rdma, names, identified_by,
+                    unidentified)
 
 
 def rdma_port(device: str) -> str | None:

@@ -17,13 +17,15 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import httpx
 
 from exotray.agent import exo, rdma
 from exotray.agent.exo_paths import LinkFacts, SlowPaths
 from exotray.agent.throttle import Throttled
+from exotray.core import capacity as cap
+from exotray.core.stats import Rate
 
 if TYPE_CHECKING:
     from exotray.agent.links import Link
@@ -37,6 +39,20 @@ MAX_STATE_BYTES = 16 << 20
 #: macOS RDMA status (two commands) every this many polls
 MACOS_RDMA_EVERY = 10
 STATUSES = ("off", "waiting", "absent", "unreadable", "ok")
+
+
+class LinkNumbers(NamedTuple):
+    """A link's traffic as everything shows and judges it (snapshot, saturation
+    detector, history, slow paths): the carrying interface's IP counters plus, where this
+    node can read them, the RDMA port counters on that interface."""
+
+    rate: Rate | None
+    capacity: cap.Capacity
+    utilization: float | None
+    #: "counted" (RDMA bytes are in `rate`), "not_counted" (exo's JACCL runs over the
+    #: link and this node has no RDMA counters), None (no RDMA)
+    rdma: str | None
+    instances: list[exo.ExoInstance]
 
 
 def poll_period(interval: float) -> float:
@@ -75,6 +91,8 @@ class ExoWatch:
         self.run = run or rdma._run
         self.status = "waiting" if self.url else "off"
         self.detail: str | None = None
+        #: why `/node_id` gave no id (None: it did, or not asked yet)
+        self.node_id_error: str | None = None
         self.state: exo.ExoState | None = None
         self.members: dict[str, tuple[str, ...]] = {}
         self.rdma_rates = rdma.RdmaRates()
@@ -100,15 +118,18 @@ class ExoWatch:
         except exo.ExoUnreadable as e:
             self._set("unreadable", str(e), None)
         else:
+            # this machine's addresses tell which exo node it is when /node_id does not
+            local = [a for st in self.monitor.ifaces.values() if st.vanished_at is None
+                     for a in st.addresses]
             try:
-                state = await asyncio.to_thread(self._read, node_raw, state_raw)
+                state = await asyncio.to_thread(self._read, node_raw, state_raw, local)
             except exo.ExoUnreadable as e:
                 self._set("unreadable", str(e), None)
             else:
                 self._set("ok", None, state)
         self._paths()
 
-    async def _fetch(self) -> tuple[bytes, bytes]:
+    async def _fetch(self) -> tuple[bytes | None, bytes]:
         if self._client is None:
             # trust_env=False: never a proxy from the environment for a loopback poll.
             # A client loads the CA bundle (tens of ms holding the GIL, which a thread does
@@ -117,7 +138,11 @@ class ExoWatch:
             self._client = await asyncio.to_thread(
                 httpx.AsyncClient, timeout=EXO_TIMEOUT_S, trust_env=False,
                 verify=self.url.startswith("https://"))
-        node = await self._get("/node_id")
+        try:
+            node: bytes | None = await self._get("/node_id")
+            self.node_id_error = None
+        except exo.ExoUnreadable as e:  # an exo without /node_id, or failing it: /state
+            node, self.node_id_error = None, str(e)  # still says a lot (exo.identify_self)
         state = await self._get("/state")
         return node, state
 
@@ -133,9 +158,13 @@ class ExoWatch:
                     raise exo.ExoUnreadable(f"{path} is over {MAX_STATE_BYTES >> 20} MiB")
             return bytes(body)
 
-    def _read(self, node_raw: bytes, state_raw: bytes) -> exo.ExoState:
+    def _read(self, node_raw: bytes | None, state_raw: bytes,
+              local: list[str] | None = None) -> exo.ExoState:
         """In a worker thread: parse exo's answers; read RDMA counters and bridge members."""
-        state = exo.parse_state(exo.decode_state(state_raw), exo.parse_node_id(node_raw))
+        node_id = exo.parse_node_id(node_raw) if node_raw is not None else None
+        if node_raw is not None and node_id is None:
+            self.node_id_error = "/node_id answered no id"
+        state = exo.parse_state(exo.decode_state(state_raw), node_id, local)
         self._read_host(state)
         return state
 
@@ -174,13 +203,16 @@ class ExoWatch:
     def for_link(self, peer_address: str, local_interface: str | None) -> list[exo.ExoInstance]:
         return exo.link_instances(self.state, peer_address, local_interface, self._members)
 
-    def rdma_for(self, local_interface: str | None,
-                 instances: list[exo.ExoInstance]) -> tuple[str | None, tuple[float, float]]:
-        """("counted" | "not_counted" | None, (rx, tx) bytes/s to add to the link)."""
+    def rdma_for(self, local_interface: str | None, instances: list[exo.ExoInstance],
+                 carrier: str | None = None) -> tuple[str | None, tuple[float, float]]:
+        """("counted" | "not_counted" | None, (rx, tx) bytes/s to add to the link).
+        `carrier`: the bridge member that reaches the peer, when known (then only its
+        RDMA ports count, as only its IP counters do)."""
         if not local_interface:
             return None, (0.0, 0.0)
-        rates = [self.rdma_rates.rates.get(n) for n in
-                 (local_interface, *self._members(local_interface))]
+        ports = ((carrier,) if carrier and carrier != local_interface
+                 else (local_interface, *self._members(local_interface)))
+        rates = [self.rdma_rates.rates.get(n) for n in ports]
         rates = [x for x in rates if x is not None]
         if rates:
             return "counted", (sum(x[0] for x in rates), sum(x[1] for x in rates))
@@ -188,18 +220,56 @@ class ExoWatch:
             return "not_counted", (0.0, 0.0)
         return None, (0.0, 0.0)
 
+    def numbers(self, link: Link, *, track: bool = False) -> LinkNumbers:
+        """`link`'s traffic, capacity and utilization, RDMA included where counted."""
+        rate, capacity, util = self.monitor.numbers(link.local_interface, link.target[0],
+                                                    track=track)
+        if self.state is None and not self.rdma_rates.rates:  # no exo: most users
+            return LinkNumbers(rate, capacity, util, None, [])
+        insts = self.for_link(link.target[0], link.local_interface)
+        if not self.rdma_rates.rates:  # the common case: no RDMA counters (or no exo)
+            return LinkNumbers(rate, capacity, util,
+                               self.rdma_for(link.local_interface, insts)[0], insts)
+        note, (rx, tx) = self.rdma_for(link.local_interface, insts,
+                                       self.monitor.carrier(link.local_interface,
+                                                            link.target[0]))
+        if note == "counted" and rate is not None:
+            rate = Rate(rate.rx_bytes_per_s + rx, rate.tx_bytes_per_s + tx, rate.dt)
+            if util is not None:  # None: capacity unknown, or a bridge's unknown member
+                util = cap.utilization(rate.rx_bytes_per_s, rate.tx_bytes_per_s,
+                                       capacity.bytes_per_s)
+        return LinkNumbers(rate, capacity, util, note, insts)
+
+    def rdma_state(self, local_interface: str | None, instances: list[exo.ExoInstance],
+                   note: str | None) -> tuple[bool | None, list[dict[str, str | None]]]:
+        """Where a link's RDMA is not counted: whether RDMA is enabled here (macOS
+        `rdma_ctl status`, else exo's `nodeRdmaCtl`) and the state of each RDMA device
+        exo uses over the link (`ibv_devinfo`; None when it does not list it)."""
+        if note != "not_counted" or not local_interface:
+            return None, []
+        on_link = {local_interface, *self._members(local_interface)}
+        mac = self.rdma_macos or {}
+        states = mac.get("ports") or {}
+        # names from exo and ibv_devinfo, within what peers' schema takes (64 characters)
+        devices = dict.fromkeys(d for i in instances if i.backend == "jaccl"
+                                for d in i.devices if exo.rdma_port(d) in on_link
+                                and len(d) <= 64)
+        enabled = mac.get("enabled")
+        if enabled is None and self.state is not None:
+            enabled = self.state.rdma_enabled
+        return enabled, [{"device": d, "state": (states.get(d) or "")[:64] or None}
+                         for d in list(devices)[:8]]
+
     def _paths(self) -> None:
         facts = []
         for lk in self.links():
             st = self.monitor.ifaces.get(lk.local_interface or "")
-            _, capacity, util = self.monitor.numbers(lk.local_interface, lk.target[0])
+            n = self.numbers(lk)
             facts.append(LinkFacts(
                 id=lk.id, peer_key=lk.peer.id or lk.peer.key, peer_name=lk.peer.name,
                 state=lk.state, kind=st.kind if st else None, label=st.label if st else None,
-                local_interface=lk.local_interface, capacity=capacity.bytes_per_s,
-                utilization=util,
-                instances=tuple(i.wire() for i in self.for_link(lk.target[0],
-                                                                lk.local_interface))))
+                local_interface=lk.local_interface, capacity=n.capacity.bytes_per_s,
+                utilization=n.utilization, instances=tuple(i.wire() for i in n.instances)))
         for type_, fields in self.slow.update(facts):
             self.emit(type_, fields)
 
@@ -213,6 +283,10 @@ class ExoWatch:
             "status": self.status,
             "detail": self.detail,
             "node_id": s.node_id if s else None,
+            # how we know which exo node we are ("node_id", "network", "ring"), or why not
+            "identified_by": s.identified_by if s else None,
+            "unidentified": s.unidentified if s else None,
+            "node_id_error": self.node_id_error,
             "instances": [{**i.wire(), "neighbours": list(i.neighbours),
                            "devices": list(i.devices), "mine": i.mine}
                           for i in (s.instances if s else ())],

@@ -7,7 +7,12 @@ Documentation/ABI/stable/sysfs-class-infiniband: "Total number of data octets, d
 by 4 (lanes), transmitted/received on all VLs"); the network interface a port belongs to
 is `ports/N/gid_attrs/ndevs/0` (same document: "The net-device's name associated with
 the GID resides at index <gid-index>") or, failing that, the device's `device/net/`
-directory. A port without a net device is skipped.
+directory. A port without a net device is skipped. Kernels before 4.5 keep mlx4's 64-bit
+counters in `counters_ext/port_{rcv,xmit}_data_64` (also in words; Prometheus procfs'
+sysfs/class_infiniband.go reads them the same way); a device without a PMA answers
+"N/A (no PMA)" (node_exporter's recorded i40iw0). Soft-RoCE (rxe) and soft-iWARP (siw)
+have no `counters/` at all (the kernel makes it only for devices with `process_mad`):
+their traffic goes through the net device, whose IP counters already count it.
 
 macOS: no counters. `rdma_ctl status` says whether RDMA is enabled (exo's own reader,
 src/exo/utils/info_gatherer/info_gatherer.py `RdmaCtlStatus`, looks for "enabled" /
@@ -39,10 +44,73 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def read_linux_counters(root: str | Path = SYSFS_IB) -> dict[str, tuple[int, int]]:
-    """Network interface -> (received bytes, sent bytes) of the RDMA ports on it, summed
-    over devices and ports. Empty where there is no RDMA (no such directory)."""
-    out: dict[str, tuple[int, int]] = {}
+#: A 32-bit PMA counter (PortXmitData / PortRcvData where the extended counters are not
+#: used) stops at all ones (InfiniBand spec, PortCounters): from then on it says nothing.
+SATURATED_32 = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class PortCounters:
+    """One RDMA port's data counters, in bytes (None: unknown) and its net device."""
+
+    device: str
+    port: str
+    net: str | None
+    rx_bytes: int | None
+    tx_bytes: int | None
+    #: the directory they came from ("counters", "counters_ext"), or why they are unknown
+    source: str
+
+
+def _count(path: Path) -> int | str:
+    """A counter file -> its value in words, or why not ("missing", "N/A (no PMA)", …)."""
+    text = _read(path)
+    if text is None:
+        return "missing"
+    if not text.isdigit():
+        return text[:32] or "empty"
+    return int(text)
+
+
+def _port_counters(port_dir: Path) -> tuple[int | None, int | None, str]:
+    # kernels before 4.5 (mlx4) put the 64-bit counters apart, in counters_ext
+    ext = (_count(port_dir / "counters_ext" / "port_rcv_data_64"),
+           _count(port_dir / "counters_ext" / "port_xmit_data_64"))
+    if all(isinstance(v, int) for v in ext):
+        return ext[0] * WORD, ext[1] * WORD, "counters_ext"  # type: ignore[operator]
+    rx, tx = (_count(port_dir / "counters" / "port_rcv_data"),
+              _count(port_dir / "counters" / "port_xmit_data"))
+    why = next((v for v in (rx, tx) if not isinstance(v, int)), None)
+    if why is not None:
+        return None, None, str(why)
+    if SATURATED_32 in (rx, tx):
+        return None, None, "saturated 32-bit counter"
+    return rx * WORD, tx * WORD, "counters"  # type: ignore[operator]
+
+
+def _net_of(dev_dir: Path, port: str) -> str | None:
+    """The net device of an RDMA port: its GID 0's (RoCE), else the PCI device's only
+    net device, else the one whose `dev_port` (0-based) is this port (IPoIB on a
+    two-port HCA); None when that cannot be told."""
+    ndev = _read(dev_dir / "ports" / port / "gid_attrs" / "ndevs" / "0")
+    if ndev:
+        return ndev
+    try:
+        nets = sorted(os.listdir(dev_dir / "device" / "net"))
+    except OSError:
+        return None
+    if len(nets) == 1:
+        return nets[0]
+    for net in nets:
+        dev_port = _read(dev_dir / "device" / "net" / net / "dev_port")
+        if dev_port and dev_port.isdigit() and port.isdigit() and int(dev_port) + 1 == int(port):
+            return net
+    return None
+
+
+def read_ports(root: str | Path = SYSFS_IB) -> list[PortCounters]:
+    """Every RDMA port under `root` with its data counters (4-byte words -> bytes)."""
+    out: list[PortCounters] = []
     root = Path(root)
     try:
         devices = sorted(os.listdir(root))
@@ -54,23 +122,27 @@ def read_linux_counters(root: str | Path = SYSFS_IB) -> dict[str, tuple[int, int
         except OSError:
             continue
         for port in ports:
-            p = root / dev / "ports" / port
-            rx, tx = _read(p / "counters" / "port_rcv_data"), _read(p / "counters" /
-                                                                    "port_xmit_data")
-            if rx is None or tx is None or not (rx.isdigit() and tx.isdigit()):
-                continue
-            ndev = _read(p / "gid_attrs" / "ndevs" / "0")
-            if not ndev:
-                try:
-                    nets = sorted(os.listdir(root / dev / "device" / "net"))
-                except OSError:
-                    nets = []
-                ndev = nets[0] if nets else None
-            if not ndev:
-                continue
-            r0, t0 = out.get(ndev, (0, 0))
-            out[ndev] = (r0 + int(rx) * WORD, t0 + int(tx) * WORD)
+            rx, tx, source = _port_counters(root / dev / "ports" / port)
+            out.append(PortCounters(dev, port, _net_of(root / dev, port), rx, tx, source))
     return out
+
+
+def read_linux_counters(root: str | Path = SYSFS_IB) -> dict[str, tuple[int, int]]:
+    """Network interface -> (received bytes, sent bytes) of the RDMA ports on it, summed
+    over devices and ports. An interface with a port whose counters are unknown (missing,
+    "N/A (no PMA)", a saturated 32-bit counter) is left out: its RDMA traffic is unknown,
+    not zero. Empty where there is no RDMA (no such directory)."""
+    out: dict[str, tuple[int, int]] = {}
+    unknown: set[str] = set()
+    for p in read_ports(root):
+        if p.net is None:
+            continue
+        if p.rx_bytes is None or p.tx_bytes is None:
+            unknown.add(p.net)
+            continue
+        r0, t0 = out.get(p.net, (0, 0))
+        out[p.net] = (r0 + p.rx_bytes, t0 + p.tx_bytes)
+    return {k: v for k, v in out.items() if k not in unknown}
 
 
 @dataclass

@@ -162,10 +162,9 @@ class Agent:
             self._detect(link, t)
         if full:
             self.monitor.record_history(t)
-            for link in self.links.values():
-                rate, _capacity, util = self.monitor.numbers(link.local_interface,
-                                                             link.target[0])
-                linkstats.history_row(link, now, t, rate, util)
+            for link in self.links.values():  # RDMA included, as detected (exowatch)
+                n = self.exo.numbers(link)
+                linkstats.history_row(link, now, t, n.rate, n.utilization)
             self.store.collect(t, self.links.values(), self.monitor.ifaces)
         self.last_sample = now
 
@@ -183,8 +182,7 @@ class Agent:
         return changed
 
     def _detect(self, link: Link, t: float) -> None:
-        rate, capacity, util = self.monitor.numbers(link.local_interface, link.target[0],
-                                                    track=True)
+        rate, capacity, util, rdma, _ = self.exo.numbers(link, track=True)
         if rate is None or self.paused:
             return
         change = linkstats.detect(link, self.clock(), rate, util)
@@ -192,6 +190,8 @@ class Agent:
             type_, at, fields = linkstats.saturation_event(
                 link, change, t, self.clock(), rate, capacity, util, node=self.settings.name,
                 label=self.monitor.label(link.local_interface))
+            if rdma:  # "counted": RDMA bytes are in the rates; "not_counted": they are not
+                fields["rdma"] = rdma
             self.events.emit(type_, at, **fields)
 
     def _hw_event(self, type_: str, **fields: Any) -> None:

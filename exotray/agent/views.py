@@ -34,14 +34,12 @@ def link_dict(link: Link, now: float, monitor: InterfaceMonitor,
               exo: ExoWatch | None = None) -> dict[str, Any]:
     s = link.rtt.summary(now)
     q = queue_reading(link, now)
-    rate, capacity, util = monitor.numbers(link.local_interface, link.target[0])
-    insts = exo.for_link(link.target[0], link.local_interface) if exo else []
-    rdma, (rdma_rx, rdma_tx) = (exo.rdma_for(link.local_interface, insts) if exo
-                                else (None, (0.0, 0.0)))
-    rx = rate.rx_bytes_per_s + rdma_rx if rate else None
-    tx = rate.tx_bytes_per_s + rdma_tx if rate else None
-    if rdma == "counted" and rx is not None and tx is not None and capacity.bytes_per_s:
-        util = max(rx, tx) / capacity.bytes_per_s  # RDMA bytes are the link's traffic too
+    # the same numbers the detector and the history take (RDMA included where counted)
+    rate, capacity, util, rdma, insts = (
+        exo.numbers(link) if exo
+        else (*monitor.numbers(link.local_interface, link.target[0]), None, []))
+    rdma_enabled, rdma_ports = (exo.rdma_state(link.local_interface, insts, rdma) if exo
+                                else (None, []))
     return on_wire("link", {
         "id": link.id,
         "peer_id": link.peer.id,
@@ -61,13 +59,15 @@ def link_dict(link: Link, now: float, monitor: InterfaceMonitor,
         "loss": r(s.loss),
         "rtt_baseline_ms": r(q.baseline_ms),
         "queue_delay_ms": r(q.queue_delay_ms),
-        "rx_bytes_per_s": r(rx, 1),
-        "tx_bytes_per_s": r(tx, 1),
+        "rx_bytes_per_s": r(rate.rx_bytes_per_s, 1) if rate else None,
+        "tx_bytes_per_s": r(rate.tx_bytes_per_s, 1) if rate else None,
         "capacity_bytes_per_s": capacity.bytes_per_s,
         "capacity_source": capacity.source,
         "utilization": r(util),
         "exo_instances": [i.wire() for i in insts],
         "rdma": rdma,
+        "rdma_enabled": rdma_enabled,
+        "rdma_ports": rdma_ports,
     })
 
 

@@ -130,6 +130,14 @@ class ExoInstanceRef(_Model):
     backend: Literal["ring", "jaccl"]
 
 
+class RdmaPort(_Model):
+    """An RDMA device a link's exo (JACCL) traffic uses, and its port state as the OS
+    reports it (macOS `ibv_devinfo`: "PORT_ACTIVE", "PORT_DOWN"; None: not listed)."""
+
+    device: Name
+    state: Name | None = None
+
+
 class Link(_Model):
     id: Ident
     peer_id: Ident | None
@@ -161,6 +169,10 @@ class Link(_Model):
     utilization: Annotated[float, Field(ge=0, le=1e13, allow_inf_nan=False)] | None
     exo_instances: Annotated[list[ExoInstanceRef], Field(max_length=16)] = []
     rdma: Literal[RDMA_NOTES] | None = None  # type: ignore[valid-type]
+    #: where RDMA is not counted (macOS): whether it is enabled on this node (`rdma_ctl
+    #: status`; None: cannot tell) and the state of the link's RDMA ports
+    rdma_enabled: bool | None = None
+    rdma_ports: Annotated[list[RdmaPort], Field(max_length=8)] = []
 
 
 class Snapshot(_Model):

@@ -52,8 +52,9 @@ def exo_lines(cluster: dict) -> list[str]:
     if status != "ok":
         return [f"exo: not read yet ({url})."]
     insts = ex.get("instances") or []
+    who = _whoami(ex)
     if not insts:
-        return [f"exo: running at {url}, no instance."]
+        return [f"exo: running at {url}, no instance{who}."]
     parts = []
     for inst in insts:
         over = []
@@ -61,8 +62,9 @@ def exo_lines(cluster: dict) -> list[str]:
             if any(i.get("id") == inst.get("id") for i in lk.get("exo_instances") or []):
                 peer = lk.get("peer_name") or lk.get("peer_address")
                 over.append(f"{lk.get('local_label') or lk.get('local_interface')} to {peer}")
+        lost = ex.get("identified_by") is None and ex.get("unidentified")
         where = (f" over {', '.join(over)}" if over else
-                 "" if inst.get("mine", True) else " (not on this node)")
+                 "" if inst.get("mine", True) or lost else " (not on this node)")
         parts.append(f"{_short(str(inst.get('model')))} ({inst.get('backend')}){where}")
     more = f"; {ex['skipped']} instance(s) not understood" if ex.get("skipped") else ""
     rdma = ""
@@ -70,7 +72,25 @@ def exo_lines(cluster: dict) -> list[str]:
         ports = ", ".join(f"{k} {v}" for k, v in (ex.get("rdma_ports") or {}).items())
         rdma = f"; RDMA {'enabled' if ex['rdma_enabled'] else 'disabled'}" + (
             f" ({ports})" if ports else "")
-    return ["exo: " + "; ".join(parts) + more + rdma + "."]
+    return ["exo: " + "; ".join(parts) + more + rdma + who + "."]
+
+
+#: how this node was told apart in exo's state without /node_id (agent/exo.py)
+_FOUND_BY = {"network": "by its address in exo's nodeNetwork",
+             "ring": "by its address at its own ring slot"}
+
+
+def _whoami(ex: dict) -> str:
+    """"" when exo's /node_id said which node we are; else how we know, or that nothing
+    is marked and why."""
+    how = ex.get("identified_by")
+    if how == "node_id" or (how is None and not ex.get("unidentified")):
+        return ""
+    why = ex.get("node_id_error") or "no id"
+    if how in _FOUND_BY:
+        return f"; /node_id failed ({why}): this node found {_FOUND_BY[how]}"
+    return (f"; /node_id failed ({why}) and this node cannot be told apart "
+            f"({ex.get('unidentified') or 'unknown'}): no link is marked")
 
 
 _IGNORED = {

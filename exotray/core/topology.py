@@ -51,10 +51,13 @@ class Edge:
 
     @property
     def utilization(self) -> float | None:
+        # an end whose RDMA traffic is not counted (macOS JACCL) knows only its IP part:
+        # unknown, so the edge is not drawn as an idle one
         values = [
             lk.get("utilization")
             for lk in (self.primary, self.reverse)
             if lk is not None and lk.get("utilization") is not None
+            and lk.get("rdma") != "not_counted"
         ]
         return max(values) if values else None
 

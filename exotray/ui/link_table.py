@@ -53,6 +53,8 @@ def exo_cell(link: dict[str, Any]) -> str:
         parts.append(f"{model.rsplit('/', 1)[-1] or model} ({inst.get('backend')})")
     text = ", ".join(parts)
     rdma = RDMA_WORDS.get(link.get("rdma") or "")
+    if rdma and (state := linkwords.rdma_state(link)):
+        rdma += f" ({state})"
     return f"{text} · {rdma}" if text and rdma else text or rdma or ""
 
 
@@ -84,7 +86,9 @@ def _rows(cluster: dict[str, Any] | None) -> list[tuple[str, list[tuple[str, Any
                 (fmt.percent(lk.get("loss")), lk.get("loss") or 0.0),
                 (fmt.rate(lk.get("rx_bytes_per_s")), rate_key),
                 (fmt.rate(lk.get("tx_bytes_per_s")), lk.get("tx_bytes_per_s") or 0.0),
-                (fmt.utilization(lk.get("utilization"), cap),
+                (f"IP {fmt.utilization(lk.get('utilization'), cap)}"
+                 if lk.get("rdma") == "not_counted" and cap  # RDMA not in it: a lower bound
+                 else fmt.utilization(lk.get("utilization"), cap),
                  lk.get("utilization") if lk.get("utilization") is not None and cap
                  else -1.0),
                 (_capacity_text(cap), cap if cap is not None else -1.0),
@@ -104,10 +108,8 @@ def plain_tip(text: str) -> str:
 def _tips(link: dict[str, Any], ifaces: linkwords.Ifaces) -> dict[int, str]:
     """Cell tooltips of a link's row, by column: whose traffic, and the link speed."""
     traffic = linkwords.traffic_note(link, ifaces)
-    if link.get("rdma") == "counted":
-        traffic += " RDMA traffic (its port counters) is included."
-    elif link.get("rdma") == "not_counted":
-        traffic += " RDMA traffic (exo's JACCL) is not counted: this OS has no counters."
+    if rdma := linkwords.rdma_words(link):
+        traffic += " " + rdma
     cap = link.get("capacity_bytes_per_s")
     capacity = (f"{fmt.bit_rate(cap)} ({linkwords.capacity_words(link, ifaces)})"
                 if cap and cap > 0 else "Unknown: set it in Preferences, or Measure capacity")

@@ -221,7 +221,7 @@ class LinkDetails(QWidget):
             grid.addWidget(value, row, 1)
             self._values[key] = value
             row += 1
-            if key in ("utilization", "capacity"):
+            if key in ("tx_bytes_per_s", "utilization", "capacity"):
                 sub = _sub_label()
                 grid.addWidget(sub, row, 0, 1, 2)
                 self._subs[key] = sub
@@ -302,10 +302,16 @@ class LinkDetails(QWidget):
         self._values["loss"].setText(fmt.percent(link.get("loss")))
         self._values["rx_bytes_per_s"].setText(fmt.rate(link.get("rx_bytes_per_s")))
         self._values["tx_bytes_per_s"].setText(fmt.rate(link.get("tx_bytes_per_s")))
+        # "IP only: RDMA not counted · RDMA enabled · rdma_en3 PORT_ACTIVE": a JACCL link
+        # on macOS must not read as an idle one
+        self._set_sub("tx_bytes_per_s", " · ".join(
+            x for x in (linkwords.rdma_short(link), linkwords.rdma_state(link)) if x))
         cap = link.get("capacity_bytes_per_s")
         if not cap or cap <= 0:
             cap = None
-        self._values["utilization"].setText(fmt.utilization(link.get("utilization"), cap))
+        ip_only = link.get("rdma") == "not_counted"  # the IP part of an RDMA link's load
+        self._values["utilization"].setText(
+            "unknown" if ip_only and cap else fmt.utilization(link.get("utilization"), cap))
         self._values["capacity"].setText(fmt.capacity_rate(cap))
         # one unit per sentence: the busier direction's rate and the capacity in bytes/s,
         # the capacity's link speed (bit/s) as a label of its own
@@ -314,8 +320,9 @@ class LinkDetails(QWidget):
                  if link.get(k) is not None]
         busy = max(rates, key=lambda r: r[0]) if rates else None
         if cap is not None and busy is not None:
-            self._set_sub("utilization", f"{busy[1]} {fmt.rate(busy[0])} of "
-                                         f"{fmt.capacity_rate(cap)}")
+            self._set_sub("utilization", ("IP alone: " + fmt.utilization(
+                link.get("utilization"), cap) + ", " if ip_only else "")
+                + f"{busy[1]} {fmt.rate(busy[0])} of {fmt.capacity_rate(cap)}")
         else:
             self._set_sub("utilization", "")
         ifaces = interfaces or {}
@@ -326,7 +333,8 @@ class LinkDetails(QWidget):
             self._set_sub("capacity", "set it in Preferences, or Measure capacity")
         at = linkwords.speed(link, ifaces)
         self._interface.setText(f"via {linkwords.via(link, ifaces)}" + (f" · {at}" if at else ""))
-        self._note.setText(linkwords.traffic_note(link, ifaces))
+        rdma = linkwords.rdma_words(link)
+        self._note.setText(linkwords.traffic_note(link, ifaces) + (f" {rdma}" if rdma else ""))
         self._set_capacity(cap)
 
     def set_result(self, text: str | None) -> None:

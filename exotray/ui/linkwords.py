@@ -63,6 +63,47 @@ def traffic_note(link: dict[str, Any], ifaces: Ifaces) -> str:
     return f"Traffic shown is all traffic of the local interface {name}, not only this link's."
 
 
+def rdma_state(link: dict[str, Any]) -> str:
+    """Where RDMA is not counted (macOS): "RDMA enabled · rdma_en3 PORT_ACTIVE", from the
+    node's `rdma_ctl status` and `ibv_devinfo`; "" when the link says nothing of it."""
+    parts = []
+    on = link.get("rdma_enabled")
+    if on is not None:
+        parts.append("RDMA enabled" if on else "RDMA disabled (rdma_ctl)")
+    elif link.get("rdma") == "not_counted":
+        parts.append("RDMA state unknown")
+    for port in link.get("rdma_ports") or []:
+        state = port.get("state")
+        parts.append(f"{port.get('device')} {state}" if state
+                     else f"{port.get('device')} not listed by ibv_devinfo")
+    return " · ".join(parts)
+
+
+def rdma_short(link: dict[str, Any]) -> str:
+    """Under a link's rx / tx: "RDMA included", or "IP only: RDMA not counted" (then a
+    busy RDMA link does not read as idle); "" without RDMA."""
+    note = link.get("rdma")
+    if note == "counted":
+        return "RDMA included (port counters)"
+    if note == "not_counted":
+        return "IP only: RDMA not counted"
+    return ""
+
+
+def rdma_words(link: dict[str, Any]) -> str:
+    """A sentence on the link's RDMA traffic, for notes and tooltips; "" without RDMA."""
+    note = link.get("rdma")
+    if note == "counted":
+        return "RDMA traffic is included: the RDMA port counters on it are added to rx / tx."
+    if note != "not_counted":
+        return ""
+    state = rdma_state(link)
+    return ("RDMA traffic (exo's JACCL) is not counted: no RDMA counters can be read on "
+            "this node (macOS has none), so rx / tx are IP traffic only and a busy RDMA "
+            "link can look idle."
+            + (f" {state}." if state else ""))
+
+
 def ago(stamp: str | None, now: Callable[[], float] = time.time) -> str | None:
     """"2 d ago" for an ISO-8601 time, None when there is none or it is unreadable."""
     if not stamp:

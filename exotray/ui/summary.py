@@ -180,7 +180,8 @@ def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | Non
             known = (f"{fmt.utilization(event.get('utilization'), cap)}{of}" if cap
                      else "capacity unknown")
             return title, f"{delay} at {fmt.rate(rate)} ({known}) on {label}"
-        body = f"{label} at {util} ({fmt.rate(rate)}{of})"
+        incl = ", RDMA included" if event.get("rdma") == "counted" else ""
+        body = f"{label} at {util} ({fmt.rate(rate)}{incl}{of})"
         if qd is not None and queueing.notable(qd, event.get("rtt_baseline_ms")):
             body += f", +{fmt.ms(qd)} queueing delay"
         return title, body

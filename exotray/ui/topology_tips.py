@@ -35,11 +35,17 @@ def edge_tooltip(edge: Edge, name: Callable[[str], str], ifaces: dict[str, linkw
     ]
     if edge_exo(edge):
         rows.append(("exo", ", ".join(edge_exo(edge))))
+    # the RDMA of the end that reports the numbers, else of the other end (its own
+    # rx / tx are not shown here, so only its state)
+    r = p if p.get("rdma") else (edge.reverse or {})
     rdma = {"counted": "counted in rx / tx",
-            "not_counted": "RDMA not counted (macOS has no RDMA counters)"}.get(
-        p.get("rdma") or (edge.reverse or {}).get("rdma") or "")
+            "not_counted": "not counted (no RDMA counters readable there)"}.get(r.get("rdma") or "")
     if rdma:
+        if r is p and r.get("rdma") == "not_counted":  # the rx / tx above are IP only
+            rows[4] = ("rx / tx", rows[4][1] + " (IP only)")
         rows.append(("RDMA", rdma))
+        if state := linkwords.rdma_state(r):
+            rows.append(("RDMA state", state))
     if edge.reverse is not None:
         r = edge.reverse
         rows.append((

@@ -33,13 +33,16 @@ def ring_over(my_ip: str, peer_ip: str, iid: str = "ring-1") -> bytes:
 
 @dataclass
 class Monitor:
-    """The two things ExoWatch asks of the interface monitor."""
+    """What ExoWatch asks of the interface monitor."""
 
     ifaces: dict = field(default_factory=dict)
     caps: dict = field(default_factory=dict)
 
-    def numbers(self, name, peer=None):
+    def numbers(self, name, peer=None, track=False):
         return None, Capacity(self.caps.get(name), "override"), 0.0
+
+    def carrier(self, name, peer=None):
+        return name
 
 
 def link(id_, address, iface, state="up"):
@@ -56,8 +59,9 @@ def standin(tmp_path):
 
 
 def make_watch(url, links, events):
-    mon = Monitor(ifaces={"xta": SimpleNamespace(kind="ethernet", label="Ethernet (xta)"),
-                          "xtb": SimpleNamespace(kind="ethernet", label="Ethernet (xtb)")},
+    mon = Monitor(ifaces={n: SimpleNamespace(kind="ethernet", label=f"Ethernet ({n})",
+                                             addresses=(ip,), vanished_at=None)
+                          for n, ip in (("xta", "10.213.140.1"), ("xtb", "10.213.141.1"))},
                   caps={"xta": 12.5e6, "xtb": 125e6})
     return ExoWatch(url, monitor=mon, links=lambda: links, clock=lambda: 0.0,
                     emit=lambda t, f: events.append((t, f)), platform="test")
@@ -90,6 +94,41 @@ def test_links_marked_slow_path_once_and_cleared(standin, caplog):
         "ok", NODE, [["10.213.141.2"]])
     exo_lines = [r.getMessage() for r in caplog.records if "exo" in r.getMessage()]
     assert exo_lines == [f"exo at {standin.url}: 1 instance(s)"]
+
+
+def test_without_node_id_state_is_read_and_only_our_links_are_marked(standin, caplog):
+    """An exo whose /node_id fails (404) is still read: this machine's addresses find
+    its node, and only the link to its ring neighbour is marked; with none of its
+    addresses in exo's state, nothing is marked and the status says why."""
+    caplog.set_level(logging.INFO)
+    (standin.root / "node_id").unlink()  # the stand-in answers 404, as exo would
+    # a ring of four: studio-1's neighbours are studio-2 and x-4, not mini-3
+    four = {n: {"name": name, "interfaces": [("en0", f"10.213.140.{i}", "wifi")]}
+            for i, (n, name) in enumerate(((NODE, "studio-1"), (PEER, "studio-2"),
+                                           ("c3", "mini-3"), ("x4", "x-4")), 1)}
+    ring = ex.ring_instance("ring-4", ex.MODEL_70B, [
+        (NODE, "10.213.140.1"), (PEER, "10.213.140.2"), ("c3", "10.213.140.3"),
+        ("x4", "10.213.140.4")])
+    standin.say(state=ex.dumps(ex.state({"ring-4": ring}, four)))
+    links = [link(n, f"10.213.140.{n}", "xta") for n in ("2", "3", "4")]
+    w = make_watch(standin.url, links, [])
+    asyncio.run(w.tick())
+    assert w.status == "ok"
+    marked = {lk.id for lk in links if w.for_link(lk.target[0], "xta")}
+    assert marked == {"2", "4"}  # not mini-3 (10.213.140.3): not our neighbour
+    d = w.status_dict()
+    assert (d["node_id"], d["identified_by"], d["node_id_error"]) == (
+        NODE, "network", "/node_id answered HTTP 404")
+    # this machine's address is nowhere in exo's state: nothing is marked
+    w.monitor.ifaces["xta"].addresses = ("10.213.199.1",)
+    w.monitor.ifaces["xtb"].addresses = ()
+    asyncio.run(w.tick())
+    assert not any(w.for_link(lk.target[0], "xta") for lk in links)
+    d = w.status_dict()
+    assert (d["status"], d["identified_by"], d["unidentified"]) == (
+        "ok", None, "no address of this machine in exo's state")
+    assert [r.getMessage() for r in caplog.records if "exo" in r.getMessage()] == [
+        f"exo at {standin.url}: 1 instance(s)"]
 
 
 def test_exo_going_away_unmarks_and_logs_once(standin, caplog):
@@ -239,3 +278,11 @@ def test_jaccl_link_through_a_bridge_member_and_rdma_not_counted(tmp_path):
     # with port counters for en3 (Linux), they are the link's too
     w.rdma_rates.rates = {"en3": (1e9, 2e9)}
     assert w.rdma_for("bridge0", [inst]) == ("counted", (1e9, 2e9))
+    # where it is not counted, the port states (macOS ibv_devinfo), within the schema's
+    # 64 characters whatever exo and the command say
+    w.rdma_rates.rates = {}
+    w.rdma_macos = {"enabled": True, "ports": {"rdma_en3": "PORT_ACTIVE"}}
+    long = exo.ExoInstance("j2", "m", "jaccl", devices=("rdma_en3", "rdma_" + "x" * 70))
+    assert w.rdma_state("bridge0", [inst, long], "not_counted") == (
+        True, [{"device": "rdma_en3", "state": "PORT_ACTIVE"}])
+    assert w.rdma_state("bridge0", [inst], None) == (None, [])

@@ -6,8 +6,9 @@
 A stand-in exo (tests/exo_standin.py, exo's /node_id and /state) runs on h1's loopback.
 It says the ring between h1 and h2 goes over LAN A (the slower): h1's link to h2's LAN-A
 address carries the instance and `exo_slow_path` fires once. It switches to LAN B: the
-mark moves and `exo_slow_path_cleared` fires once. It stops: the marks go, `exotray
-status` has one exo line, and the log no new line however long exo stays away.
+mark moves and `exo_slow_path_cleared` fires once. Its /node_id fails: h1 finds its node
+by its own address and keeps the mark. It stops: the marks go, `exotray status` has one
+exo line, and the log no new line however long exo stays away.
 """
 
 from __future__ import annotations
@@ -113,6 +114,18 @@ def test_exo_slow_path_marked_raised_cleared_and_gone(lab3, tmp_path):
                     and "exo_slow_path_cleared" in _kinds(a), 15), _kinds(a)
     assert _links(a)[a_slow]["exo_instances"] == []
     assert _two_more_polls(a)
+    assert _kinds(a) == ["exo_slow_path", "exo_slow_path_cleared"]
+
+    # exo's /node_id fails (404): h1 finds itself by its own address in exo's state
+    # (nodeNetwork), the mark stays on LAN B's link, nothing else is marked, no event
+    (root / "node_id").unlink()
+    assert wait_for(lambda: a.get("/v1/snapshot")["exo"]["identified_by"] == "network", 10)
+    assert _links(a)[a_fast]["exo_instances"] and _links(a)[a_slow]["exo_instances"] == []
+    assert a.get("/v1/snapshot")["exo"]["node_id"] == H1
+    status = h1.exec(sys.executable, "-m", "exotray", "status", "--port", str(PORT))
+    (line,) = [ln for ln in status.splitlines() if ln.startswith("exo:")]
+    assert line.endswith("; /node_id failed (/node_id answered HTTP 404): this node found "
+                         "by its address in exo's nodeNetwork."), line
     assert _kinds(a) == ["exo_slow_path", "exo_slow_path_cleared"]
 
     # exo stops: marks go, one status line, no log flood

@@ -146,8 +146,31 @@ def test_no_exo_no_column_no_clutter(qtbot, tmp_path):
 def test_rdma_words():
     jaccl = {"exo_instances": [{"id": "j", "model": "m/Big", "backend": "jaccl"}],
              "rdma": "not_counted"}
-    assert exo_cell(jaccl) == "Big (jaccl) · RDMA not counted"
+    assert exo_cell(jaccl) == "Big (jaccl) · RDMA not counted (RDMA state unknown)"
+    assert exo_cell({**jaccl, "rdma_enabled": True, "rdma_ports": [
+        {"device": "rdma_en3", "state": "PORT_DOWN"}]}) == (
+        "Big (jaccl) · RDMA not counted (RDMA enabled · rdma_en3 PORT_DOWN)")
     assert exo_cell({"rdma": "counted"}) == "RDMA counted"
     assert exo_cell({}) == ""
     assert summary.exo_text([{"local_label": "Thunderbolt 2", **jaccl}]) == \
         "exo: Big over Thunderbolt 2"
+
+
+def test_counted_rdma_says_it_is_included(qtbot):
+    """Linux: the RDMA port counters are in rx / tx, and every view says so."""
+    from exotray.core.topology import Edge
+    from exotray.ui import topology_tips
+    from exotray.ui.link_view import LinkDetails
+
+    lk = {"id": "l1", "peer_name": "h2", "peer_address": "10.0.0.2", "state": "saturated",
+          "local_interface": "ib0", "rx_bytes_per_s": 1e3, "tx_bytes_per_s": 2.4e9,
+          "capacity_bytes_per_s": 2.5e9, "utilization": 0.96, "rdma": "counted",
+          "exo_instances": [{"id": "j", "model": "m/Big", "backend": "jaccl"}]}
+    view = LinkDetails()
+    qtbot.addWidget(view)
+    view.set_link(lk, "h1", {})
+    assert view._subs["tx_bytes_per_s"].text() == "RDMA included (port counters)"
+    assert "RDMA port counters on it are added to rx / tx" in view._note.text()
+    assert exo_cell(lk) == "Big (jaccl) · RDMA counted"
+    tip = topology_tips.edge_tooltip(Edge("l1", "h1", "h2", lk, None), str, {})
+    assert "counted in rx / tx" in tip and "(IP only)" not in tip

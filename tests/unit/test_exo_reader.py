@@ -97,12 +97,69 @@ def test_several_instances():
 
 def test_no_instances_and_unknown_node():
     assert load("state_no_instances.json").instances == ()
-    # without /node_id every address the ring uses counts
+    # without /node_id and without this machine's addresses nothing is marked: every
+    # address the ring uses would mark links this node does not use
     st = load("state_ring.json", node_id=None)
-    assert set(st.instances[0].neighbours) == {"192.168.1.10", "192.168.1.11"}
-    assert st.instances[0].mine is False
+    assert (st.instances[0].neighbours, st.instances[0].mine) == ((), False)
+    assert (st.node_id, st.identified_by) == (None, None)
+    assert st.unidentified == "this machine has no address to look for"
     # and JACCL cannot tell our rank: no device
     assert load("state_jaccl.json", node_id=None).instances[0].devices == ()
+    assert load("state_ring.json").identified_by == "node_id"
+
+
+def without_id(name: str, local: list[str]) -> exo.ExoState:
+    return parse_state(decode_state((FIX / name).read_bytes()), None, local)
+
+
+def test_without_node_id_this_machine_is_found_by_its_address_in_node_network():
+    # studio-1's Thunderbolt address is ours: we are studio-1, as /node_id would say
+    st = without_id("state_several.json", ["127.0.0.1", "169.254.20.10"])
+    assert (st.node_id, st.identified_by) == (A, "network")
+    by_id = {i.id[:8]: i for i in st.instances}
+    assert by_id["1e5c6f0a"].neighbours == ("192.168.1.11",)
+    assert by_id["2f6d7a1b"].devices == ("rdma_en3",)  # our JACCL rank is known again
+    assert (by_id["3a7e8b2c"].mine, by_id["3a7e8b2c"].neighbours) == (False, ())
+    assert link_instances(st, "192.168.1.12", "en0") == []  # mini-3: not ours
+    # from studio-2's side
+    assert without_id("state_ring.json", ["192.168.1.11"]).instances[0].neighbours == (
+        "192.168.1.10",)
+
+
+def test_an_address_every_node_has_says_nothing():
+    state = json.loads((FIX / "state_ring.json").read_text())
+    for info in state["nodeNetwork"].values():  # a VM bridge's address on every Mac
+        info["interfaces"].append({"name": "bridge100", "ipAddress": "192.168.64.1",
+                                   "interfaceType": "other"})
+    st = parse_state(state, None, ["192.168.64.1"])
+    assert (st.node_id, st.instances[0].neighbours) == (None, ())
+    assert st.unidentified == "no address of this machine in exo's state"
+    # addresses of two nodes (a misconfigured copy): neither is taken
+    st = parse_state(state, None, ["192.168.1.10", "192.168.1.11"])
+    assert (st.node_id, st.instances[0].neighbours) == (None, ())
+    assert st.unidentified == "this machine's addresses belong to several exo nodes"
+
+
+def test_without_node_network_our_own_ring_slot_tells_which_node_we_are():
+    state = json.loads((FIX / "state_ring.json").read_text())
+    del state["nodeNetwork"]
+    # the other node connects to 192.168.1.10 at the slot of studio-1's 0.0.0.0: that
+    # address being ours makes us studio-1
+    st = parse_state(state, None, ["192.168.1.10"])
+    assert (st.node_id, st.identified_by) == (A, "ring")
+    assert st.instances[0].neighbours == ("192.168.1.11",)
+    st = parse_state(state, None, ["10.9.9.9"])
+    assert (st.node_id, st.instances[0].neighbours) == (None, ())
+
+
+def test_an_old_exo_ring_without_node_id_marks_only_our_neighbours():
+    hosts = [{"ip": ip, "port": 50123} for ip in ("10.0.0.1", "10.0.0.2", "10.0.0.3",
+                                                 "10.0.0.4")]
+    state = {"instances": {"r": {"MlxRingInstance": {"instanceId": "r", "hosts": hosts}}}}
+    (ring,) = parse_state(state, None, ["10.0.0.2"]).instances
+    assert (ring.mine, ring.neighbours) == (True, ("10.0.0.1", "10.0.0.3"))  # not .4
+    (ring,) = parse_state(state, None, ["10.9.9.9"]).instances
+    assert (ring.mine, ring.neighbours) == (False, ())
 
 
 def test_an_exo_of_another_version():

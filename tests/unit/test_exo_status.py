@@ -85,6 +85,26 @@ def test_status_line():
         "understood; RDMA enabled (rdma_en3 PORT_ACTIVE)."]
 
 
+def test_status_line_without_node_id():
+    url = DEFAULT_EXO_URL
+    inst = {"id": "r1", "model": M, "backend": "ring", "mine": True}
+    link = _link(local_label="Wi-Fi", exo_instances=[
+        {"id": "r1", "model": M, "backend": "ring"}])
+    found = {"url": url, "status": "ok", "instances": [inst], "identified_by": "network",
+             "node_id_error": "/node_id answered HTTP 404"}
+    assert exo_lines(_cluster(found, [link])) == [
+        "exo: Llama-3.3-70B-Instruct-4bit (ring) over Wi-Fi to studio-2; /node_id failed "
+        "(/node_id answered HTTP 404): this node found by its address in exo's "
+        "nodeNetwork."]
+    lost = {"url": url, "status": "ok", "instances": [{**inst, "mine": False}],
+            "identified_by": None, "node_id_error": "/node_id answered HTTP 404",
+            "unidentified": "no address of this machine in exo's state"}
+    assert exo_lines(_cluster(lost)) == [
+        "exo: Llama-3.3-70B-Instruct-4bit (ring); /node_id failed (/node_id answered HTTP "
+        "404) and this node cannot be told apart (no address of this machine in exo's "
+        "state): no link is marked."]
+
+
 def test_exo_marks_travel_in_stream_deltas():
     """A link's exo_instances and rdma change like any field: the follower's mirror
     (stream sharing) ends up with them, and without them again."""
