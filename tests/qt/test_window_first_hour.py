@@ -20,7 +20,7 @@ MEASURED = {"interface": "xt1a", "up_mbit_s": 53.2, "down_mbit_s": 52.8}
 
 
 class FakeClient:
-    """The two AgentClient calls the window makes, answered at once."""
+    """The AgentClient calls the window makes, answered at once."""
 
     def __init__(self, history: dict[str, Any], measured: dict[str, Any] | None = None,
                  error: str | None = None) -> None:
@@ -32,6 +32,9 @@ class FakeClient:
     def history(self, link_id: str, seconds: int, done: Any) -> int:
         done(dict(self._history, link=link_id), None)
         return 1
+
+    def history_query(self, link_id: str, query: dict, done: Any) -> int:
+        return self.history(link_id, int(query.get("seconds", 0)), done)
 
     def measure(self, peer: str, interface: str | None, seconds: float, done: Any) -> int:
         self.measured_peers.append(peer)
