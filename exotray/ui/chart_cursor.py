@@ -37,7 +37,8 @@ class Crosshair(QObject):
             line.setVisible(False)
             plot.getPlotItem().addItem(line, ignoreBounds=True)
             self._lines.append(line)
-            plot.scene().sigMouseMoved.connect(lambda pos, p=plot: self._moved(p, pos))
+            # the viewport's own events: the scene's sigMouseMoved drops moves that come
+            # less than 10 ms apart, which can leave the line short of where the mouse stopped
             plot.viewport().installEventFilter(self)
         label.setTextFormat(Qt.TextFormat.PlainText)
         label.setText(HINT)
@@ -63,13 +64,18 @@ class Crosshair(QObject):
 
     def _moved(self, plot: pg.PlotWidget, pos: QPointF) -> None:
         vb = plot.getPlotItem().getViewBox()
-        if vb.sceneBoundingRect().contains(pos):
-            self.show_at(vb.mapSceneToView(pos).x())
+        at = plot.mapToScene(pos.toPoint())
+        if vb.sceneBoundingRect().contains(at):
+            self.show_at(vb.mapSceneToView(at).x())
         else:
             self.hide()
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.Leave:
+        if event.type() == QEvent.Type.MouseMove:
+            plot = next((p for p in self._plots if p.viewport() is obj), None)
+            if plot is not None:
+                self._moved(plot, event.position())  # type: ignore[attr-defined]
+        elif event.type() == QEvent.Type.Leave:
             self.hide()
         return False
 
