@@ -44,6 +44,7 @@ from exotray.ui.chart_data import (
     follow_query,
     wanted,
 )
+from exotray.ui.chart_style import chart, line_label, rate_bands, title
 
 REDRAW_HZ: Final = 20
 #: how long the view rests after a zoom or pan before what it reached is fetched
@@ -63,33 +64,6 @@ NUMBER_ROWS: Final = (
     ("utilization", "Utilization"),
     ("capacity", "Capacity"),
 )
-_AXIS_W: Final = 64
-
-
-def _chart(title: str) -> pg.PlotWidget:
-    w = pg.PlotWidget(background=theme.BACKGROUND, axisItems={"bottom": pg.DateAxisItem()})
-    w.setAntialiasing(True)
-    pi = w.getPlotItem()
-    pi.setMenuEnabled(False)
-    pi.hideButtons()
-    pi.setMouseEnabled(x=True, y=False)  # drag pans, the wheel zooms: time only
-    pi.getViewBox().setLimits(minXRange=10, maxXRange=2 * RANGES[-1][0])
-    pi.disableAutoRange()
-    pi.showGrid(x=True, y=True, alpha=0.12)
-    pi.setTitle(title, color=theme.TEXT_MUTED, size="9pt", justify="left")
-    pi.layout.setContentsMargins(4, 0, 10, 4)
-    font = QFont()
-    font.setPointSizeF(8)
-    for name in ("left", "bottom"):
-        ax = pi.getAxis(name)
-        ax.setPen(pg.mkPen(theme.GRID))
-        ax.setTextPen(pg.mkPen(theme.TEXT_MUTED))
-        ax.setStyle(tickFont=font, tickTextOffset=4)
-    pi.getAxis("left").setWidth(_AXIS_W)
-    w.setMinimumHeight(140)
-    return w
-
-
 class LinkDetails(QWidget):
     """Latency and bandwidth of one link over time, with its current numbers."""
 
@@ -158,8 +132,8 @@ class LinkDetails(QWidget):
         header.addLayout(switch)
 
         # -- charts ---------------------------------------------------------------------
-        self.latency_plot = _chart("Latency")
-        self.bandwidth_plot = _chart("Interface traffic")
+        self.latency_plot = chart("Latency")
+        self.bandwidth_plot = chart("Interface traffic")
         lat, bw = self.latency_plot.getPlotItem(), self.bandwidth_plot.getPlotItem()
         lat.getAxis("left").setLabel("RTT", units="ms", color=theme.TEXT_MUTED)
         lat.getAxis("left").enableAutoSIPrefix(False)
@@ -183,43 +157,31 @@ class LinkDetails(QWidget):
             item.setZValue(z)
             lat.addItem(item)
         # legends live in the titles, where they cannot cover a curve or a line label
-        lat.setTitle(_title("Latency", [("line", theme.RTT_MEDIAN, "median"),
+        lat.setTitle(title("Latency", [("line", theme.RTT_MEDIAN, "median"),
                                         ("box", theme.RTT_BAND, "min – max"),
                                         ("line", theme.RTT_BASELINE, "idle baseline")]))
 
         self._rx = pg.PlotCurveItem(pen=pg.mkPen(theme.RX, width=1.8))
         self._tx = pg.PlotCurveItem(pen=pg.mkPen(theme.TX, width=1.8))
-        # a coarse row's min and max of each direction: a band, its top edge drawn, so
-        # that a short peak stays a visible spike in a 30-day view
-        self._rate_edges: dict[str, pg.PlotCurveItem] = {}
-        self._rate_bands: list[pg.FillBetweenItem] = []
-        for name, color in (("rx", theme.RX), ("tx", theme.TX)):
-            lo = self._rate_edges[f"{name}_min"] = pg.PlotCurveItem(pen=None)
-            hi = self._rate_edges[f"{name}_max"] = pg.PlotCurveItem(
-                pen=pg.mkPen(theme.with_alpha(color, 0.6), width=1))
-            band = pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(theme.with_alpha(color, 0.18)))
-            self._rate_bands.append(band)
-            for item in (band, lo, hi):
-                item.setZValue(-1)
-                item.setVisible(False)
-                bw.addItem(item)
+        # coarse rows: each direction's min–max, so a short peak stays visible in 30 days
+        self._rate_edges, self._rate_bands = rate_bands(bw)
         self._capacity_line = pg.InfiniteLine(
             angle=0, movable=False,
             pen=pg.mkPen(theme.CAPACITY, width=1.2, style=Qt.PenStyle.DashLine),
-            label="capacity", labelOpts=_line_label(theme.CAPACITY, above=True),
+            label="capacity", labelOpts=line_label(theme.CAPACITY, above=True),
         )
         self._threshold_line = pg.InfiniteLine(
             angle=0, movable=False,
             pen=pg.mkPen(theme.with_alpha(theme.THRESHOLD, 0.8), width=1.2,
                          style=Qt.PenStyle.DotLine),
-            label="threshold", labelOpts=_line_label(theme.THRESHOLD, above=False),
+            label="threshold", labelOpts=line_label(theme.THRESHOLD, above=False),
         )
         for item in (self._rx, self._tx):
             bw.addItem(item)
         for item in (self._capacity_line, self._threshold_line):
             bw.addItem(item, ignoreBounds=True)
             item.setVisible(False)
-        bw.setTitle(_title("Interface traffic", [("line", theme.RX, "rx"),
+        bw.setTitle(title("Interface traffic", [("line", theme.RX, "rx"),
                                                   ("line", theme.TX, "tx")]))
 
         self._readout = _plain(QLabel(""))
@@ -606,30 +568,6 @@ class LinkDetails(QWidget):
         if self._capacity:
             rate_top = max(rate_top or 0.0, self._capacity)
         bw.setYRange(0, (rate_top or 1000.0) * 1.12, padding=0)
-
-
-def _line_label(color: str, above: bool) -> dict[str, Any]:
-    """Label at the left end of a horizontal line, just above or just below it."""
-    anchor = (0, 1) if above else (0, 0)
-    return {
-        "position": 0.01,
-        "anchors": [anchor, anchor],
-        "color": color,
-        "fill": theme.with_alpha(theme.BACKGROUND, 0.85),
-        "movable": False,
-    }
-
-
-def _title(text: str, keys: list[tuple[str, str, str]]) -> str:
-    """A chart title with its legend inline: ("line" | "box", colour, name) per series."""
-    parts = [f'<span style="color:{theme.TEXT}; font-weight:600">{text}</span>']
-    for shape, color, name in keys:
-        mark = "━" if shape == "line" else "■"
-        parts.append(
-            f'&nbsp;&nbsp;&nbsp;<span style="color:{color}">{mark}</span>'
-            f'<span style="color:{theme.TEXT_MUTED}">&nbsp;{name}</span>'
-        )
-    return "".join(parts)
 
 
 def _plain(label: QLabel) -> QLabel:
