@@ -186,6 +186,8 @@ class LinkDetails(QWidget):
 
         self._readout = _plain(QLabel(""))
         self._readout.setProperty("role", "note")
+        # as wide as the charts, never wider: a long read-out is cut, not the window widened
+        self._readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.crosshair = Crosshair([self.latency_plot, self.bandwidth_plot], self._readout,
                                    self._data_at)
         for plot in (self.latency_plot, self.bandwidth_plot):
@@ -611,7 +613,7 @@ QLabel#result {{
 }}
 QPushButton {{
     color: {theme.TEXT}; background: {theme.BACKGROUND}; border: 1px solid {theme.GRID};
-    padding: 3px 12px; font-size: 9pt; min-width: 44px;
+    padding: 3px 8px; font-size: 9pt; min-width: 30px;
 }}
 QPushButton[segment="first"] {{ border-top-left-radius: 6px; border-bottom-left-radius: 6px; }}
 QPushButton[segment="last"] {{ border-top-right-radius: 6px; border-bottom-right-radius: 6px; }}
