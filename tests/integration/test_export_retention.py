@@ -25,7 +25,11 @@ def _row(t: float, i: int) -> tuple:
     return tuple(values[c] for c in LINK_COLUMNS)
 
 
-def test_a_30_day_export_has_every_minute(tmp_path):  # the CLI in-process: its own code
+def _times(path) -> list[float]:
+    return [float(r["unix_time_s"]) for r in csv.DictReader(path.read_text().splitlines())]
+
+
+def test_a_30_day_export_has_every_minute(tmp_path, monkeypatch):  # the CLI in-process
     port, peer_port = free_port(), free_port()
     state = tmp_path / "state-studio-1"
     state.mkdir(mode=0o700)
@@ -45,6 +49,12 @@ def test_a_30_day_export_has_every_minute(tmp_path):  # the CLI in-process: its 
         out = tmp_path / "30d.csv"
         assert cli.main(["export", lid, "--since", "30d", "--port", str(port),
                          "-o", str(out)]) == 0
+        # a retention longer than one answer holds comes in several, row for row the same
+        # (here 7-day answers, as 35 days and more would be at 50,000 rows)
+        monkeypatch.setattr(cli, "EXPORT_WINDOW_S", 7 * DAY)
+        chunked = tmp_path / "30d-in-weeks.csv"
+        assert cli.main(["export", lid, "--since", "30d", "--port", str(port),
+                         "-o", str(chunked)]) == 0
     finally:
         agent.close()
     text = out.read_text()
@@ -59,3 +69,7 @@ def test_a_30_day_export_has_every_minute(tmp_path):  # the CLI in-process: its 
     rx = {float(r["unix_time_s"]): r["rx_bytes_per_s"] for r in rows}
     assert float(rx[start + 60]) == 1001.0 and float(rx[start + 60 * 20000]) == 21000.0
     assert "rx_bytes_per_s_max" in text.splitlines()[0]
+    single, weeks = _times(out), _times(chunked)
+    assert weeks == sorted(set(weeks))  # oldest first, none twice at the seams
+    old = [t for t in single if single[0] + 120 <= t < now - 3 * 3600]
+    assert [t for t in weeks if single[0] + 120 <= t < now - 3 * 3600] == old
