@@ -329,6 +329,10 @@ def test_long_ranges_ask_the_agent_and_coarse_rows_draw_min_max_bands(
     # live samples do not land on minute rows; the short ranges fetch their hour again
     details.append({"t": end + 1, "rx_bytes_per_s": 1.0})
     assert details.point_count() == n
+    # ...but a day that follows now is asked again once its newest minute is due
+    with qtbot.waitSignal(details.historyWanted, timeout=1000) as asked:
+        details.append({"t": end + 61, "rx_bytes_per_s": 1.0})
+    assert asked.args == [{"seconds": 86400.0, "points": 2000}]
     with qtbot.waitSignal(details.historyWanted, timeout=1000) as asked:
         details.set_range(600)
     assert asked.args == [{"seconds": 3600, "points": 3600}]
