@@ -455,9 +455,9 @@ class LinkDetails(QWidget):
         }
 
     def rate_edges(self) -> dict[str, pg.PlotCurveItem]:
-        """The edges of the rx and tx min–max bands ("rx_min", "rx_max", "tx_min",
-        "tx_max"), drawn for coarse rows only."""
-        return dict(self._rate_edges)
+        """For coarse rows only: the rates' max lines ("rx_max", "tx_max") and min–max
+        bars ("rx", "tx")."""
+        return {**self._rate_edges, **self._rate_bands}
 
     def band(self) -> pg.FillBetweenItem:
         return self._band
@@ -547,13 +547,14 @@ class LinkDetails(QWidget):
         self._baseline.setData(t, c["rtt_baseline_ms"], connect="finite")
         self._rx.setData(t, c["rx_bytes_per_s"], connect="finite")
         self._tx.setData(t, c["tx_bytes_per_s"], connect="finite")
-        for band in self._rate_bands:
-            band.setVisible(data.coarse)
-        for name, edge in self._rate_edges.items():
-            edge.setVisible(data.coarse)
+        for way, bars in self._rate_bands.items():
+            lo, hi = c[f"{way}_bytes_per_s_min"], c[f"{way}_bytes_per_s_max"]
+            for item in (bars, self._rate_edges[f"{way}_max"]):
+                item.setVisible(data.coarse)
             if data.coarse:
-                way, extreme = name.split("_")
-                edge.setData(t, c[f"{way}_bytes_per_s_{extreme}"], connect="finite")
+                bars.setData(np.repeat(t, 2), np.column_stack((lo, hi)).ravel(),
+                             connect="pairs")
+                self._rate_edges[f"{way}_max"].setData(t, hi, connect="finite")
 
         lat, bw = self.latency_plot.getPlotItem(), self.bandwidth_plot.getPlotItem()
         if self._following:
