@@ -40,6 +40,7 @@ from exotray.ui.chart_data import (
     RANGES,
     Loaded,
     Query,
+    envelope,
     fitting_range,
     follow_query,
     wanted,
@@ -538,12 +539,23 @@ class LinkDetails(QWidget):
         data = self._data
         c = data.cols
         t = c["t"]
-        lo, hi = c["rtt_min_ms_min"].copy(), c["rtt_max_ms_max"].copy()
+        lat, bw = self.latency_plot.getPlotItem(), self.bandwidth_plot.getPlotItem()
+        if self._following:
+            end = data.until
+            start = end - self._range
+            lat.setXRange(start, end, padding=0)
+        else:
+            start, end = self.view_range()
+        # the band's polygon with a vertex per pixel, not per sample: QPainter took ~200 ms
+        # to fill an hour of noisy samples (bench/gui_history.py), ~10 ms this way
+        px = (end - start) / max(1.0, lat.getViewBox().width())
+        bt, lo, hi = envelope(t, c["rtt_min_ms_min"], c["rtt_max_ms_max"], px)
+        lo, hi = lo.copy(), hi.copy()
         gap = ~(np.isfinite(lo) & np.isfinite(hi))
         lo[gap] = hi[gap] = np.nan  # the band needs matching gaps on both sides
         self._rtt.setData(t, c["rtt_ms"], connect="finite")
-        self._rtt_min.setData(t, lo, connect="finite")
-        self._rtt_max.setData(t, hi, connect="finite")
+        self._rtt_min.setData(bt, lo, connect="finite")
+        self._rtt_max.setData(bt, hi, connect="finite")
         self._baseline.setData(t, c["rtt_baseline_ms"], connect="finite")
         self._rx.setData(t, c["rx_bytes_per_s"], connect="finite")
         self._tx.setData(t, c["tx_bytes_per_s"], connect="finite")
@@ -556,13 +568,6 @@ class LinkDetails(QWidget):
                              connect="pairs")
                 self._rate_edges[f"{way}_max"].setData(t, hi, connect="finite")
 
-        lat, bw = self.latency_plot.getPlotItem(), self.bandwidth_plot.getPlotItem()
-        if self._following:
-            end = data.until if len(t) else 0.0
-            start = end - self._range
-            lat.setXRange(start, end, padding=0)
-        else:
-            start, end = self.view_range()
         rtt_top = data.top(start, end, "rtt_max_ms_max", "rtt_ms")
         lat.setYRange(0, (rtt_top or 1.0) * 1.12, padding=0)
         rates = ("rx_bytes_per_s", "tx_bytes_per_s") if not data.coarse else (

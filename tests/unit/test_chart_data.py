@@ -13,6 +13,7 @@ from exotray.ui.chart_data import (
     MAX_POINTS,
     POINTS,
     Loaded,
+    envelope,
     fitting_range,
     follow_query,
     view_query,
@@ -117,3 +118,16 @@ def test_a_view_reaching_past_the_data_or_zoomed_in_on_coarse_rows_asks_again() 
     (5, 60), (64, 60), (300, 600), (1200, 3600), (10 * DAY, 3600)])
 def test_fitting_range_picks_among_the_short_ranges(seconds: float, expected: int) -> None:
     assert fitting_range(np.array([NOW - seconds, NOW])) == expected
+
+
+def test_envelope_keeps_every_peak_with_a_vertex_per_pixel() -> None:
+    t = np.arange(3600.0)
+    lo = np.full(3600, 1.0)
+    hi = np.full(3600, 2.0)
+    hi[1234], lo[2000], lo[2001] = 250.0, 0.1, np.nan
+    et, elo, ehi = envelope(t, lo, hi, 3600 / 700)  # an hour across 700 pixels
+    assert len(et) <= 701 and et[0] == 0.0
+    assert ehi.max() == 250.0 and et[int(ehi.argmax())] <= 1234 < et[int(ehi.argmax()) + 1]
+    assert elo.min() == 0.1 and not np.isnan(elo).any()  # an unknown is ignored
+    # fewer samples than pixels: as they are
+    assert len(envelope(t[:60], lo[:60], hi[:60], 60 / 700)[0]) == 60
