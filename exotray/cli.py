@@ -227,6 +227,30 @@ def _find_link(cluster: dict, wanted: str) -> dict:
 
 #: rows an export asks the agent for at most (its /v1/history bound)
 EXPORT_POINTS = 50_000
+#: one request's stretch: its 1-minute rows (and the finer tiers' newest minutes) fit in
+#: EXPORT_POINTS, so a retention over ~34 days comes in several answers, never averaged
+EXPORT_WINDOW_S = (EXPORT_POINTS - 1000) * 60.0
+
+
+def _export_history(args: argparse.Namespace, link_id: str, seconds: float) -> dict:
+    """The link's history of the last `seconds`, every row of its tier: one answer per
+    EXPORT_WINDOW_S, newest first (the agent's clock ends the newest), joined oldest
+    first."""
+    newest = _get(args, "/v1/history", link=link_id, seconds=min(seconds, EXPORT_WINDOW_S),
+                  points=EXPORT_POINTS)
+    parts, start, end = [newest], newest["until"] - seconds, newest["since"]
+    while end > start:
+        since = max(start, end - EXPORT_WINDOW_S)
+        part = _get(args, "/v1/history", link=link_id, since=since, until=end - 0.001,
+                    points=EXPORT_POINTS)
+        if part["t"]:
+            parts.append(part)
+        end = since
+    hist = dict(newest, since=newest["until"] - seconds)
+    for key, values in newest.items():
+        if isinstance(values, list):
+            hist[key] = [v for part in reversed(parts) for v in part.get(key, [])]
+    return hist
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -238,8 +262,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"exotray export: {e}", file=sys.stderr)
         return 2
     link = _find_link(_get(args, "/v1/cluster"), args.link)
-    # The whole range in one answer: its tier's rows (e.g. 30 days at 1 min, 43200).
-    hist = _get(args, "/v1/history", link=link["id"], seconds=seconds, points=EXPORT_POINTS)
+    # Every row of the range's tier (e.g. 30 days at 1 min: 43200), in as few answers
+    # as fit the agent's bound.
+    hist = _export_history(args, link["id"], seconds)
     fmt_ = args.format or ("json" if args.output and args.output.endswith(".json") else "csv")
     text = export.to_json(hist, link) if fmt_ == "json" else export.to_csv(hist)
     if args.output and args.output != "-":

@@ -98,6 +98,13 @@ class AgentClient(QObject):
         return self.request("GET", "/v1/history", done=done,
                             params={"link": link_id, "seconds": int(seconds), "points": 3600})
 
+    def history_query(self, link_id: str, query: dict[str, Any],
+                      done: Callable[[Any, str | None], None]) -> int:
+        """/v1/history of a link with `query`'s parameters (seconds or since/until,
+        points), e.g. what LinkDetails.historyWanted asks for."""
+        return self.request("GET", "/v1/history", done=done, timeout=10.0,
+                            params={"link": link_id, **query})
+
     def put_settings(self, changes: dict, done: Callable[[Any, str | None], None]) -> int:
         return self.request("PUT", "/v1/control/settings", changes, done, control=True)
 

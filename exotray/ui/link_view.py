@@ -3,12 +3,15 @@
 Charts are created once; new data only marks them dirty, and a QTimer at display rate
 (``REDRAW_HZ``) pushes it into the curves with ``setData``. Any number of samples that
 arrive between two frames cost one redraw.
+
+The charts show what they ask for: `historyWanted` carries a /v1/history query (the
+range shown, or the stretch a zoom, a pan or `show_around` reached) and the window
+answers with `set_history`. What is loaded and when to ask again is chart_data.py's
+job; the crosshair read-out is chart_cursor.py's.
 """
 
 from __future__ import annotations
 
-import math
-from collections import deque
 from typing import Any, Final
 
 import numpy as np
@@ -28,16 +31,25 @@ from PySide6.QtWidgets import (
 )
 
 from exotray.core import fmt
-from exotray.core.history import LINK_COLUMNS
 from exotray.ui import linkwords, theme
+from exotray.ui.chart_cursor import Crosshair
+from exotray.ui.chart_data import (
+    AROUND_S,
+    LIVE_S,
+    MAX_POINTS,
+    RANGES,
+    Loaded,
+    Query,
+    envelope,
+    fitting_range,
+    follow_query,
+    wanted,
+)
+from exotray.ui.chart_style import chart, line_label, rate_bands, title
 
-#: the time ranges offered, in seconds, with their button text
-RANGES: Final[tuple[tuple[int, str], ...]] = ((60, "1 min"), (600, "10 min"), (3600, "1 h"))
-#: samples kept (one hour at the agents' 1 s interval)
-MAX_POINTS: Final = 3600
 REDRAW_HZ: Final = 20
-#: the numeric history columns, as /v1/history names them
-COLUMNS: Final = tuple(c for c in LINK_COLUMNS if c != "state")
+#: how long the view rests after a zoom or pan before what it reached is fetched
+SETTLE_MS: Final = 250
 #: rows of the numbers panel: key, caption
 NUMBER_ROWS: Final = (
     ("rtt_ms", "RTT median"),
@@ -53,42 +65,14 @@ NUMBER_ROWS: Final = (
     ("utilization", "Utilization"),
     ("capacity", "Capacity"),
 )
-_AXIS_W: Final = 64
-#: a range still "covers" data up to this much longer than itself (61 s of data: 1 min)
-_FIT_SLACK: Final = 1.1
-def _floats(values: Any) -> np.ndarray:
-    """A float array with None (JSON null) as NaN."""
-    return np.array([math.nan if v is None else float(v) for v in values], dtype=float)
-
-
-def _chart(title: str) -> pg.PlotWidget:
-    w = pg.PlotWidget(background=theme.BACKGROUND, axisItems={"bottom": pg.DateAxisItem()})
-    w.setAntialiasing(True)
-    pi = w.getPlotItem()
-    pi.setMenuEnabled(False)
-    pi.hideButtons()
-    pi.setMouseEnabled(x=False, y=False)
-    pi.disableAutoRange()
-    pi.showGrid(x=True, y=True, alpha=0.12)
-    pi.setTitle(title, color=theme.TEXT_MUTED, size="9pt", justify="left")
-    pi.layout.setContentsMargins(4, 0, 10, 4)
-    font = QFont()
-    font.setPointSizeF(8)
-    for name in ("left", "bottom"):
-        ax = pi.getAxis(name)
-        ax.setPen(pg.mkPen(theme.GRID))
-        ax.setTextPen(pg.mkPen(theme.TEXT_MUTED))
-        ax.setStyle(tickFont=font, tickTextOffset=4)
-    pi.getAxis("left").setWidth(_AXIS_W)
-    w.setMinimumHeight(140)
-    return w
-
-
 class LinkDetails(QWidget):
     """Latency and bandwidth of one link over time, with its current numbers."""
 
-    #: the selected time range in seconds (60, 600 or 3600), whenever it changes
+    #: the selected time range in seconds (one of RANGES), whenever it changes
     rangeChanged = Signal(int)
+    #: a /v1/history query (dict of its parameters but the link) for what the charts
+    #: show; answer it with set_history
+    historyWanted = Signal(object)
 
     def __init__(
         self, parent: QWidget | None = None, threshold: float = theme.DEFAULT_THRESHOLD
@@ -102,8 +86,17 @@ class LinkDetails(QWidget):
         self._link: dict[str, Any] | None = None
         self._link_id: str | None = None
         self._capacity: float | None = None
-        self._cols: dict[str, np.ndarray] = {c: np.zeros(0) for c in COLUMNS}
-        self._states: deque[str | None] = deque(maxlen=MAX_POINTS)
+        self._data = Loaded.empty()
+        #: the view ends now and moves on (else it stays where a zoom, a pan or
+        #: show_around put it, until a range is chosen)
+        self._following = True
+        #: pick the short range that the link's first history fills (until one is chosen)
+        self._fit = True
+        self._asked: Query | None = None
+        self._settle = QTimer(self)
+        self._settle.setSingleShot(True)
+        self._settle.setInterval(SETTLE_MS)
+        self._settle.timeout.connect(self._fetch_if_needed)
         self._dirty = False
         #: how many times the charts were redrawn (tests and benchmarks read it)
         self.redraw_count = 0
@@ -140,8 +133,8 @@ class LinkDetails(QWidget):
         header.addLayout(switch)
 
         # -- charts ---------------------------------------------------------------------
-        self.latency_plot = _chart("Latency")
-        self.bandwidth_plot = _chart("Interface traffic")
+        self.latency_plot = chart("Latency")
+        self.bandwidth_plot = chart("Interface traffic")
         lat, bw = self.latency_plot.getPlotItem(), self.bandwidth_plot.getPlotItem()
         lat.getAxis("left").setLabel("RTT", units="ms", color=theme.TEXT_MUTED)
         lat.getAxis("left").enableAutoSIPrefix(False)
@@ -165,33 +158,44 @@ class LinkDetails(QWidget):
             item.setZValue(z)
             lat.addItem(item)
         # legends live in the titles, where they cannot cover a curve or a line label
-        lat.setTitle(_title("Latency", [("line", theme.RTT_MEDIAN, "median"),
+        lat.setTitle(title("Latency", [("line", theme.RTT_MEDIAN, "median"),
                                         ("box", theme.RTT_BAND, "min – max"),
                                         ("line", theme.RTT_BASELINE, "idle baseline")]))
 
         self._rx = pg.PlotCurveItem(pen=pg.mkPen(theme.RX, width=1.8))
         self._tx = pg.PlotCurveItem(pen=pg.mkPen(theme.TX, width=1.8))
+        # coarse rows: each direction's min–max, so a short peak stays visible in 30 days
+        self._rate_edges, self._rate_bands = rate_bands(bw)
         self._capacity_line = pg.InfiniteLine(
             angle=0, movable=False,
             pen=pg.mkPen(theme.CAPACITY, width=1.2, style=Qt.PenStyle.DashLine),
-            label="capacity", labelOpts=_line_label(theme.CAPACITY, above=True),
+            label="capacity", labelOpts=line_label(theme.CAPACITY, above=True),
         )
         self._threshold_line = pg.InfiniteLine(
             angle=0, movable=False,
             pen=pg.mkPen(theme.with_alpha(theme.THRESHOLD, 0.8), width=1.2,
                          style=Qt.PenStyle.DotLine),
-            label="threshold", labelOpts=_line_label(theme.THRESHOLD, above=False),
+            label="threshold", labelOpts=line_label(theme.THRESHOLD, above=False),
         )
         for item in (self._rx, self._tx):
             bw.addItem(item)
         for item in (self._capacity_line, self._threshold_line):
             bw.addItem(item, ignoreBounds=True)
             item.setVisible(False)
-        bw.setTitle(_title("Interface traffic", [("line", theme.RX, "rx"),
+        bw.setTitle(title("Interface traffic", [("line", theme.RX, "rx"),
                                                   ("line", theme.TX, "tx")]))
 
+        self._readout = _plain(QLabel(""))
+        self._readout.setProperty("role", "note")
+        # as wide as the charts, never wider: a long read-out is cut, not the window widened
+        self._readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.crosshair = Crosshair([self.latency_plot, self.bandwidth_plot], self._readout,
+                                   self._data_at)
+        for plot in (self.latency_plot, self.bandwidth_plot):
+            plot.getPlotItem().getViewBox().sigRangeChangedManually.connect(self._moved)
         charts = QVBoxLayout()
         charts.setSpacing(6)
+        charts.addWidget(self._readout)
         charts.addWidget(self.latency_plot, 1)
         charts.addWidget(self.bandwidth_plot, 1)
 
@@ -266,12 +270,25 @@ class LinkDetails(QWidget):
     # -- public API ------------------------------------------------------------------------
     def set_link(self, link: dict[str, Any] | None, local_name: str | None = None,
                  interfaces: linkwords.Ifaces | None = None) -> None:
-        """Show the current numbers of a link dict from the cluster view (None: none)."""
+        """Show the current numbers of a link dict from the cluster view (None: none).
+        Another link than before clears the charts and asks for its history."""
         self._link = link
         new_id = None if link is None else link.get("id")
-        if new_id != self._link_id:
+        changed = new_id != self._link_id
+        if changed:
             self._link_id = new_id
             self.set_result(None)  # a result belongs to the link it was made on
+            self._data = Loaded.empty()
+            self._asked = None
+            self._following = True
+            self._fit = self._range <= LIVE_S
+            self._mark_dirty()
+        self._show_numbers(link, local_name, interfaces)
+        if changed and new_id is not None:
+            self._ask(follow_query(self._range))
+
+    def _show_numbers(self, link: dict[str, Any] | None, local_name: str | None,
+                      interfaces: linkwords.Ifaces | None) -> None:
         if link is None:
             self._title.setText("No link selected")
             self._state.setText("")
@@ -344,43 +361,65 @@ class LinkDetails(QWidget):
         self._result.setVisible(bool(text))
 
     def set_history(self, hist: dict[str, Any]) -> None:
-        """Replace the charts' data with a /v1/history answer (the last MAX_POINTS rows),
-        and show the smallest range that covers it, so that the data fills the charts."""
-        n = len(hist.get("t", []))
-        cols = {}
-        for c in COLUMNS:
-            values = hist.get(c)
-            cols[c] = _floats(values)[-MAX_POINTS:] if values is not None else np.full(n, np.nan)
-        self._cols = cols
-        self._states = deque(hist.get("state", [None] * n)[-MAX_POINTS:], maxlen=MAX_POINTS)
-        self.set_range(fitting_range(cols["t"]))
+        """Show a /v1/history answer (the one to the last historyWanted, or an hour of
+        history handed over directly). Until a range is chosen, the shortest range that
+        covers it is shown, so that a new link's minute of data fills the charts."""
+        self._data = Loaded.from_answer(hist, self._asked)
+        self._asked = None
+        if self._fit and self._following:
+            self._set_range(fitting_range(self._data.cols["t"]))
         self._mark_dirty()
 
     def append(self, row: dict[str, Any]) -> None:
-        """Add one sample (history column keys). Samples not newer than the last are dropped."""
+        """Add one live sample (history column keys) where the charts show full resolution
+        up to now (the short ranges); older or coarse data is fetched again instead.
+        Samples not newer than the last are dropped."""
         t = row.get("t")
         if t is None:
             return
-        ts = self._cols["t"]
-        if len(ts) and not float(t) > ts[-1]:
-            return
-        keep = MAX_POINTS - 1
-        for c in COLUMNS:
-            v = row.get(c)
-            self._cols[c] = np.append(self._cols[c][-keep:], math.nan if v is None else float(v))
-        self._states.append(row.get("state"))
-        self._mark_dirty()
+        data = self._data
+        if data.live:
+            if data.append(row):
+                self._mark_dirty()
+        elif (self._following and self._asked is None and data.query is not None
+              and float(t) - data.until > max(data.step_s or 0.0, 60.0)):
+            self._ask(follow_query(self._range))  # a long range's newest bucket is due
 
     def set_range(self, seconds: int) -> None:
-        """Show the last `seconds` (60, 600 or 3600); emits rangeChanged when it changes."""
+        """Show the last `seconds` (one of RANGES) up to now, following new data, and
+        fetch it when what is loaded does not serve it; emits rangeChanged when the
+        range changes."""
         if seconds not in self._range_buttons:
             raise ValueError(f"range {seconds} s is not one of {[r for r, _ in RANGES]}")
-        self._range_buttons[seconds].setChecked(True)
-        if seconds == self._range:
-            return
-        self._range = seconds
+        self._fit = False
+        self._following = True
+        self._set_range(seconds)
         self._mark_dirty()
-        self.rangeChanged.emit(seconds)
+        self._fetch_if_needed()
+
+    def show_around(self, t: float, span: float | None = None) -> None:
+        """Show `span` seconds (default AROUND_S) centred on time t (unix seconds), fetching
+        what is not loaded; the view stays there until a range is chosen."""
+        span = float(span or AROUND_S)
+        self._fit = False
+        self._following = False
+        self._settle.stop()
+        self.latency_plot.getPlotItem().setXRange(t - span / 2, t + span / 2, padding=0)
+        self._mark_dirty()
+        self._fetch_if_needed()
+
+    def following(self) -> bool:
+        """Whether the view ends now and moves on (False after a zoom, a pan, show_around)."""
+        return self._following
+
+    def view_range(self) -> tuple[float, float]:
+        """The time span the charts show (unix seconds)."""
+        x0, x1 = self.latency_plot.getPlotItem().getViewBox().viewRange()[0]
+        return float(x0), float(x1)
+
+    def loaded(self) -> Loaded:
+        """What the charts hold (tests and benchmarks read it)."""
+        return self._data
 
     def range_seconds(self) -> int:
         return self._range
@@ -396,7 +435,7 @@ class LinkDetails(QWidget):
 
     # -- introspection (tests) ----------------------------------------------------------
     def point_count(self) -> int:
-        return len(self._cols["t"])
+        return len(self._data)
 
     def numbers(self) -> dict[str, str]:
         """The numbers panel's texts by key: NUMBER_ROWS keys, "utilization_detail",
@@ -423,6 +462,11 @@ class LinkDetails(QWidget):
             "rtt": self._rtt, "rtt_min": self._rtt_min, "rtt_max": self._rtt_max,
             "rtt_baseline": self._baseline, "rx": self._rx, "tx": self._tx,
         }
+
+    def rate_edges(self) -> dict[str, pg.PlotCurveItem]:
+        """For coarse rows only: the rates' max lines ("rx_max", "tx_max") and min–max
+        bars ("rx", "tx")."""
+        return {**self._rate_edges, **self._rate_bands}
 
     def band(self) -> pg.FillBetweenItem:
         return self._band
@@ -468,72 +512,78 @@ class LinkDetails(QWidget):
         else:
             self._timer.stop()
 
+    def _set_range(self, seconds: int) -> None:
+        self._range_buttons[seconds].setChecked(True)
+        if seconds != self._range:
+            self._range = seconds
+            self._mark_dirty()
+            self.rangeChanged.emit(seconds)
+
+    def _ask(self, query: Query) -> None:
+        self._asked = query
+        self.historyWanted.emit(dict(query))
+
+    def _fetch_if_needed(self) -> None:
+        if self._link_id is None:
+            return
+        query = wanted(self._data, self._following, self._range, self.view_range())
+        if query is not None and query != self._asked:
+            self._ask(query)
+
+    def _moved(self, _mask: object) -> None:
+        """A zoom or pan with the mouse: the view stays where it was put; what it reaches
+        is fetched once it rests."""
+        self._fit = False
+        self._following = False
+        self._mark_dirty()
+        self._settle.start()
+
+    def _data_at(self, t: float) -> dict[str, Any] | None:
+        return self._data.at(t)
+
     def _redraw(self) -> None:
         self._dirty = False
         self.redraw_count += 1
-        c = self._cols
+        data = self._data
+        c = data.cols
         t = c["t"]
-        lo, hi = c["rtt_min_ms"].copy(), c["rtt_max_ms"].copy()
+        lat, bw = self.latency_plot.getPlotItem(), self.bandwidth_plot.getPlotItem()
+        if self._following:
+            end = data.until
+            start = end - self._range
+            lat.setXRange(start, end, padding=0)
+        else:
+            start, end = self.view_range()
+        # the band's polygon with a vertex per pixel, not per sample: QPainter took ~200 ms
+        # to fill an hour of noisy samples (bench/gui_history.py), ~10 ms this way
+        px = (end - start) / max(1.0, lat.getViewBox().width())
+        bt, lo, hi = envelope(t, c["rtt_min_ms_min"], c["rtt_max_ms_max"], px)
+        lo, hi = lo.copy(), hi.copy()
         gap = ~(np.isfinite(lo) & np.isfinite(hi))
         lo[gap] = hi[gap] = np.nan  # the band needs matching gaps on both sides
         self._rtt.setData(t, c["rtt_ms"], connect="finite")
-        self._rtt_min.setData(t, lo, connect="finite")
-        self._rtt_max.setData(t, hi, connect="finite")
+        self._rtt_min.setData(bt, lo, connect="finite")
+        self._rtt_max.setData(bt, hi, connect="finite")
         self._baseline.setData(t, c["rtt_baseline_ms"], connect="finite")
         self._rx.setData(t, c["rx_bytes_per_s"], connect="finite")
         self._tx.setData(t, c["tx_bytes_per_s"], connect="finite")
+        for way, bars in self._rate_bands.items():
+            lo, hi = c[f"{way}_bytes_per_s_min"], c[f"{way}_bytes_per_s_max"]
+            for item in (bars, self._rate_edges[f"{way}_max"]):
+                item.setVisible(data.coarse)
+            if data.coarse:
+                bars.setData(np.repeat(t, 2), np.column_stack((lo, hi)).ravel(),
+                             connect="pairs")
+                self._rate_edges[f"{way}_max"].setData(t, hi, connect="finite")
 
-        end = float(t[-1]) if len(t) else 0.0
-        start = end - self._range
-        lat, bw = self.latency_plot.getPlotItem(), self.bandwidth_plot.getPlotItem()
-        lat.setXRange(start, end, padding=0)
-        seen = t >= start
-        rtt_top = _top(hi[seen], c["rtt_ms"][seen])
+        rtt_top = data.top(start, end, "rtt_max_ms_max", "rtt_ms")
         lat.setYRange(0, (rtt_top or 1.0) * 1.12, padding=0)
-        rate_top = _top(c["rx_bytes_per_s"][seen], c["tx_bytes_per_s"][seen])
+        rates = ("rx_bytes_per_s", "tx_bytes_per_s") if not data.coarse else (
+            "rx_bytes_per_s_max", "tx_bytes_per_s_max")
+        rate_top = data.top(start, end, *rates)
         if self._capacity:
             rate_top = max(rate_top or 0.0, self._capacity)
         bw.setYRange(0, (rate_top or 1000.0) * 1.12, padding=0)
-
-
-def fitting_range(t: np.ndarray) -> int:
-    """The smallest of RANGES that covers the time span of `t` (allowing _FIT_SLACK),
-    the longest when none does: a new link's minute of data fills the charts."""
-    span = float(t[-1] - t[0]) if len(t) >= 2 else 0.0
-    for seconds, _text in RANGES:
-        if span <= seconds * _FIT_SLACK:
-            return seconds
-    return RANGES[-1][0]
-
-
-def _top(*arrays: np.ndarray) -> float | None:
-    values = [a[np.isfinite(a)] for a in arrays]
-    values = [v for v in values if len(v)]
-    return float(max(v.max() for v in values)) if values else None
-
-
-def _line_label(color: str, above: bool) -> dict[str, Any]:
-    """Label at the left end of a horizontal line, just above or just below it."""
-    anchor = (0, 1) if above else (0, 0)
-    return {
-        "position": 0.01,
-        "anchors": [anchor, anchor],
-        "color": color,
-        "fill": theme.with_alpha(theme.BACKGROUND, 0.85),
-        "movable": False,
-    }
-
-
-def _title(text: str, keys: list[tuple[str, str, str]]) -> str:
-    """A chart title with its legend inline: ("line" | "box", colour, name) per series."""
-    parts = [f'<span style="color:{theme.TEXT}; font-weight:600">{text}</span>']
-    for shape, color, name in keys:
-        mark = "━" if shape == "line" else "■"
-        parts.append(
-            f'&nbsp;&nbsp;&nbsp;<span style="color:{color}">{mark}</span>'
-            f'<span style="color:{theme.TEXT_MUTED}">&nbsp;{name}</span>'
-        )
-    return "".join(parts)
 
 
 def _plain(label: QLabel) -> QLabel:
@@ -577,7 +627,7 @@ QLabel#result {{
 }}
 QPushButton {{
     color: {theme.TEXT}; background: {theme.BACKGROUND}; border: 1px solid {theme.GRID};
-    padding: 3px 12px; font-size: 9pt; min-width: 44px;
+    padding: 3px 8px; font-size: 9pt; min-width: 30px;
 }}
 QPushButton[segment="first"] {{ border-top-left-radius: 6px; border-bottom-left-radius: 6px; }}
 QPushButton[segment="last"] {{ border-top-right-radius: 6px; border-bottom-right-radius: 6px; }}

@@ -1,7 +1,8 @@
 """The dashboard: topology, link details, and a sortable table of every link.
 
 Selecting a link anywhere (an edge, a table row, a notification, a tray menu line)
-selects it everywhere. Details start filled from the agent's history and then follow
+selects it everywhere. Details show the agent's history for the range they ask for
+(`LinkDetails.historyWanted`, fetched by the client's worker thread) and then follow
 the live cluster view. What an action on a link found out (a capacity test, an export)
 stays in that link's details; what is wrong with the agent stays in a banner on top.
 """
@@ -43,6 +44,8 @@ class MainWindow(QMainWindow):
         self.range_s = 600
         self._syncing = False
         self._history_for: str | None = None
+        #: the latest history request; answers to older ones are dropped
+        self._history_serial = 0
         #: the last result of an action per link id, shown in its details until replaced
         self._results: dict[str, str] = {}
 
@@ -111,6 +114,7 @@ class MainWindow(QMainWindow):
         self.topology.linkSelected.connect(self.select_link)
         self.table.selectionModel().selectionChanged.connect(self._table_selected)
         self.details.rangeChanged.connect(self._range_changed)
+        self.details.historyWanted.connect(self._fetch_history)
 
     # -- data in -------------------------------------------------------------------------
     def set_agent_problem(self, text: str | None) -> None:
@@ -186,6 +190,8 @@ class MainWindow(QMainWindow):
         if not link_id or self._syncing:
             return
         link_id = self._own_end(link_id)
+        if link_id != self.link_id:
+            self._history_for = None  # live rows once this link's history is in
         self._syncing = True
         try:
             self.link_id = link_id
@@ -200,7 +206,6 @@ class MainWindow(QMainWindow):
         self.details.show()
         self.details.set_link(link, self._node_name(link_id), self._interfaces(link_id))
         self.details.set_result(self._results.get(link_id))
-        self._load_history()
 
     def _table_selected(self) -> None:
         if self._syncing:
@@ -210,7 +215,7 @@ class MainWindow(QMainWindow):
             self.select_link(lid)
 
     def _range_changed(self, seconds: int) -> None:
-        self.range_s = seconds  # the hour of history is loaded once; the view zooms
+        self.range_s = seconds  # the details ask for what they need (_fetch_history)
 
     def _export_clicked(self) -> None:
         if self.link_id is None:
@@ -276,20 +281,23 @@ class MainWindow(QMainWindow):
 
         self.client.history(link_id, 3600, done)
 
-    def _load_history(self) -> None:
+    def _fetch_history(self, query: dict[str, Any]) -> None:
+        """Ask the agent for the selected link's history the details want (off the GUI
+        thread); only the answer to the latest request is shown."""
         link_id = self.link_id
         if link_id is None or self.client is None:
             return
-        self._history_for = None
+        self._history_serial += 1
+        serial = self._history_serial
 
-        def done(result: Any, error: str | None, lid: str = link_id) -> None:
-            if lid != self.link_id:
+        def done(result: Any, error: str | None) -> None:
+            if serial != self._history_serial or link_id != self.link_id:
                 return
             if result is not None:
                 self.details.set_history(result)
-            self._history_for = lid  # live updates from now on (also without history)
+            self._history_for = link_id  # live updates from now on (also without history)
 
-        self.client.history(link_id, 3600, done)
+        self.client.history_query(link_id, query, done)
 
 
 def _measured(result: dict[str, Any], at: str) -> str:

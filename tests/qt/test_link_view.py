@@ -301,3 +301,50 @@ def test_a_bridged_link_names_its_cable_and_whose_traffic(details: LinkDetails,
     assert "negotiated Thunderbolt rate" in details._subs["capacity"].text()
     details.set_link({**bridged, "member_interface": None}, "studio-1", ifaces)
     assert "total of bridge0" in details._note.text()
+
+
+def test_long_ranges_ask_the_agent_and_coarse_rows_draw_min_max_bands(
+        qtbot: Any, details: LinkDetails, history: dict) -> None:
+    """Issue 15: 24 h · 7 d · 30 d are fetched (historyWanted), and a coarse tier's answer
+    draws each rate's min–max as a band whose top keeps a short peak."""
+    assert list(details.range_buttons()) == [60, 600, 3600, 86400, 604800, 2592000]
+    with qtbot.waitSignal(details.historyWanted, timeout=1000) as asked:
+        qtbot.mouseClick(details.range_buttons()[86400], pg.QtCore.Qt.MouseButton.LeftButton)
+    assert asked.args == [{"seconds": 86400.0, "points": 2000}]
+    assert not details.rate_edges()["rx_max"].isVisible()  # full-resolution rows: no band
+    end = history["t"][-1]
+    n = 1440
+    t = [end - 86400 + 60 * i for i in range(n)]
+    rx_max = [1e4] * n
+    rx_max[700] = 6e6  # a 3 s burst inside one minute
+    details.set_history({"since": end - 86400, "until": end, "tier": "1m", "step_s": 60.0,
+                         "interval_s": 1.0, "t": t, "rx_bytes_per_s": [1e4] * n,
+                         "rx_bytes_per_s_min": [5e3] * n, "rx_bytes_per_s_max": rx_max})
+    details.flush()
+    assert details.range_seconds() == 86400 and details.following()
+    assert details.view_range() == pytest.approx((end - 86400, end))
+    edge = details.rate_edges()["rx_max"]
+    assert edge.isVisible() and max(edge.getData()[1]) == 6e6
+    assert details.bandwidth_plot.getPlotItem().getViewBox().viewRange()[1][1] >= 6e6
+    # live samples do not land on minute rows; the short ranges fetch their hour again
+    details.append({"t": end + 1, "rx_bytes_per_s": 1.0})
+    assert details.point_count() == n
+    # ...but a day that follows now is asked again once its newest minute is due
+    with qtbot.waitSignal(details.historyWanted, timeout=1000) as asked:
+        details.append({"t": end + 61, "rx_bytes_per_s": 1.0})
+    assert asked.args == [{"seconds": 86400.0, "points": 2000}]
+    with qtbot.waitSignal(details.historyWanted, timeout=1000) as asked:
+        details.set_range(600)
+    assert asked.args == [{"seconds": 3600, "points": 3600}]
+
+
+def test_show_around_asks_for_what_it_shows(qtbot: Any, details: LinkDetails,
+                                            history: dict) -> None:
+    t = history["t"][0] - 7200  # two hours before what is loaded
+    with qtbot.waitSignal(details.historyWanted, timeout=1000) as asked:
+        details.show_around(t, 300)
+    assert details.view_range() == pytest.approx((t - 150, t + 150))
+    assert asked.args == [{"since": t - 300, "until": t + 300, "points": 2000}]
+    assert not details.following()
+    # the crosshair there says there is no data (yet)
+    assert details.crosshair.show_at(t).endswith("no data")

@@ -20,7 +20,7 @@ MEASURED = {"interface": "xt1a", "up_mbit_s": 53.2, "down_mbit_s": 52.8}
 
 
 class FakeClient:
-    """The two AgentClient calls the window makes, answered at once."""
+    """The AgentClient calls the window makes, answered at once."""
 
     def __init__(self, history: dict[str, Any], measured: dict[str, Any] | None = None,
                  error: str | None = None) -> None:
@@ -32,6 +32,9 @@ class FakeClient:
     def history(self, link_id: str, seconds: int, done: Any) -> int:
         done(dict(self._history, link=link_id), None)
         return 1
+
+    def history_query(self, link_id: str, query: dict, done: Any) -> int:
+        return self.history(link_id, int(query.get("seconds", 0)), done)
 
     def measure(self, peer: str, interface: str | None, seconds: float, done: Any) -> int:
         self.measured_peers.append(peer)
@@ -242,3 +245,33 @@ def test_details_speak_one_unit_and_open_on_the_fitting_range(window: MainWindow
     # 31 s of history: 1 min, where the data fills half the chart rather than 5 %
     assert window.details.range_seconds() == 60
     assert window.details.range_buttons()[60].isChecked()
+
+
+def test_only_the_latest_history_request_is_shown(qtbot: Any, cluster: dict,
+                                                  history: dict) -> None:
+    """Answers come back from the client's thread in any order: an older request's
+    answer (the hour, asked when the link was selected) never replaces a newer one's."""
+    class Deferred(FakeClient):
+        def __init__(self) -> None:
+            super().__init__(history)
+            self.pending: list[tuple[dict, Any]] = []
+
+        def history_query(self, link_id: str, query: dict, done: Any) -> int:
+            self.pending.append((query, done))
+            return len(self.pending)
+
+    client = Deferred()
+    w = MainWindow(client)  # type: ignore[arg-type]
+    qtbot.addWidget(w)
+    w.set_cluster(cluster)
+    w.select_link(SAT)
+    w.details.set_range(86400)
+    assert [q for q, _ in client.pending] == [{"seconds": 3600, "points": 3600},
+                                             {"seconds": 86400.0, "points": 2000}]
+    day = dict(history, since=history["t"][-1] - 86400, until=history["t"][-1],
+               step_s=60.0, tier="1m")
+    client.pending[1][1](day, None)
+    client.pending[0][1](dict(history, since=0.0), None)  # late: dropped
+    assert w.details.loaded().query == {"seconds": 86400.0, "points": 2000}
+    assert w.details.loaded().coarse and w.details.range_seconds() == 86400
+

@@ -1,0 +1,83 @@
+"""How the link charts look: a time chart, a title with its legend inline, the label of
+a horizontal line, and the rates' min–max for coarse rows."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import pyqtgraph as pg
+from PySide6.QtGui import QFont
+
+from exotray.ui import theme
+from exotray.ui.chart_data import RANGES
+
+AXIS_W: Final = 64
+
+
+def chart(title: str) -> pg.PlotWidget:
+    w = pg.PlotWidget(background=theme.BACKGROUND, axisItems={"bottom": pg.DateAxisItem()})
+    w.setAntialiasing(True)
+    pi = w.getPlotItem()
+    pi.setMenuEnabled(False)
+    pi.hideButtons()
+    pi.setMouseEnabled(x=True, y=False)  # drag pans, the wheel zooms: time only
+    pi.getViewBox().setLimits(minXRange=10, maxXRange=2 * RANGES[-1][0])
+    pi.disableAutoRange()
+    pi.showGrid(x=True, y=True, alpha=0.12)
+    pi.setTitle(title, color=theme.TEXT_MUTED, size="9pt", justify="left")
+    pi.layout.setContentsMargins(4, 0, 10, 4)
+    font = QFont()
+    font.setPointSizeF(8)
+    for name in ("left", "bottom"):
+        ax = pi.getAxis(name)
+        ax.setPen(pg.mkPen(theme.GRID))
+        ax.setTextPen(pg.mkPen(theme.TEXT_MUTED))
+        ax.setStyle(tickFont=font, tickTextOffset=4)
+    pi.getAxis("left").setWidth(AXIS_W)
+    w.setMinimumHeight(140)
+    return w
+
+
+def rate_bands(plot: pg.PlotItem) -> tuple[dict[str, pg.PlotCurveItem],
+                                            dict[str, pg.PlotCurveItem]]:
+    """Hidden items for each rate's min–max over coarse rows: a vertical bar per row from
+    its min to its max ("rx", "tx"; a band where rows are denser than pixels) and the max
+    as a line ("rx_max", "tx_max"), so a short peak stays a visible spike in a 30-day
+    view. Bars, not a filled polygon: QPainter filled two 2000-point polygons of noisy
+    rates in ~240 ms a frame (found with bench/gui_history.py); the bars take ~10 ms."""
+    edges: dict[str, pg.PlotCurveItem] = {}
+    bars: dict[str, pg.PlotCurveItem] = {}
+    for name, color in (("rx", theme.RX), ("tx", theme.TX)):
+        # one-pixel (cosmetic) pen: a wider one goes through QPainter's stroker, ~10x slower
+        bars[name] = pg.PlotCurveItem(pen=pg.mkPen(theme.with_alpha(color, 0.3), width=1))
+        edges[f"{name}_max"] = pg.PlotCurveItem(
+            pen=pg.mkPen(theme.with_alpha(color, 0.6), width=1))
+        for item in (bars[name], edges[f"{name}_max"]):
+            item.setZValue(-1)
+            item.setVisible(False)
+            plot.addItem(item)
+    return edges, bars
+
+
+def line_label(color: str, above: bool) -> dict[str, Any]:
+    """Label at the left end of a horizontal line, just above or just below it."""
+    anchor = (0, 1) if above else (0, 0)
+    return {
+        "position": 0.01,
+        "anchors": [anchor, anchor],
+        "color": color,
+        "fill": theme.with_alpha(theme.BACKGROUND, 0.85),
+        "movable": False,
+    }
+
+
+def title(text: str, keys: list[tuple[str, str, str]]) -> str:
+    """A chart title with its legend inline: ("line" | "box", colour, name) per series."""
+    parts = [f'<span style="color:{theme.TEXT}; font-weight:600">{text}</span>']
+    for shape, color, name in keys:
+        mark = "━" if shape == "line" else "■"
+        parts.append(
+            f'&nbsp;&nbsp;&nbsp;<span style="color:{color}">{mark}</span>'
+            f'<span style="color:{theme.TEXT_MUTED}">&nbsp;{name}</span>'
+        )
+    return "".join(parts)
