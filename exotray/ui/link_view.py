@@ -321,7 +321,7 @@ class LinkDetails(QWidget):
         ifaces = interfaces or {}
         if cap is not None:
             words = linkwords.capacity_words(link, ifaces)
-            self._set_sub("capacity", f"({fmt.bit_rate(cap)}) · {words}")
+            self._set_sub("capacity", f"({fmt.capacity_other(cap)}) · {words}")
         else:
             self._set_sub("capacity", "set it in Preferences, or Measure capacity")
         at = linkwords.speed(link, ifaces)
@@ -438,7 +438,7 @@ class LinkDetails(QWidget):
             assert cap is not None
             self._capacity_line.setPos(cap)
             self._capacity_line.label.setFormat(
-                f"capacity {fmt.capacity_rate(cap)} ({fmt.bit_rate(cap)})")
+                f"capacity {fmt.capacity_rate(cap)} ({fmt.capacity_other(cap)})")
             self._threshold_line.setPos(cap * self._threshold)
             self._threshold_line.label.setFormat(f"threshold {fmt.percent(self._threshold)}")
         self._mark_dirty()
