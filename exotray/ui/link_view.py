@@ -14,7 +14,7 @@ from typing import Any, Final
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QPen
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFrame,
@@ -75,13 +75,24 @@ def _chart(title: str) -> pg.PlotWidget:
     font = QFont()
     font.setPointSizeF(8)
     for name in ("left", "bottom"):
-        ax = pi.getAxis(name)
-        ax.setPen(pg.mkPen(theme.GRID))
-        ax.setTextPen(pg.mkPen(theme.TEXT_MUTED))
-        ax.setStyle(tickFont=font, tickTextOffset=4)
+        pi.getAxis(name).setStyle(tickFont=font, tickTextOffset=4)
+    _style_chart(w)
     pi.getAxis("left").setWidth(_AXIS_W)
     w.setMinimumHeight(140)
     return w
+
+
+def _style_chart(w: pg.PlotWidget) -> None:
+    """A chart's background and axes in theme.py's current colours."""
+    w.setBackground(theme.BACKGROUND)
+    pi = w.getPlotItem()
+    for name in ("left", "bottom"):
+        ax = pi.getAxis(name)
+        ax.setPen(pg.mkPen(theme.GRID))
+        ax.setTextPen(pg.mkPen(theme.TEXT_MUTED))
+        if ax.labelText:  # the label's colour is in its own style
+            ax.labelStyle["color"] = theme.TEXT_MUTED
+            ax._updateLabel()
 
 
 class LinkDetails(QWidget):
@@ -96,7 +107,7 @@ class LinkDetails(QWidget):
         super().__init__(parent)
         self.setObjectName("LinkDetails")
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
-        self.setStyleSheet(_STYLE)
+        self.setStyleSheet(_style())
         self._threshold = threshold
         self._range = RANGES[1][0]
         self._link: dict[str, Any] | None = None
@@ -146,7 +157,7 @@ class LinkDetails(QWidget):
         lat.getAxis("left").setLabel("RTT", units="ms", color=theme.TEXT_MUTED)
         lat.getAxis("left").enableAutoSIPrefix(False)
         lat.getAxis("bottom").setStyle(showValues=False)
-        bw.getAxis("left").setLabel("rate", units="B/s", color=theme.TEXT_MUTED)
+        bw.getAxis("left").setLabel("rate", units=fmt.rate_unit(), color=theme.TEXT_MUTED)
         for ax in (lat.getAxis("left"), bw.getAxis("left")):
             ax.label.setFont(QFont(ax.label.font().family(), 8))
         bw.setXLink(lat)
@@ -261,6 +272,7 @@ class LinkDetails(QWidget):
         self._timer = QTimer(self)
         self._timer.setInterval(round(1000 / REDRAW_HZ))
         self._timer.timeout.connect(self._tick)
+        self._set_rate_axis()
         self.set_link(None)
 
     # -- public API ------------------------------------------------------------------------
@@ -428,7 +440,47 @@ class LinkDetails(QWidget):
     def redraw_timer(self) -> QTimer:
         return self._timer
 
+    def restyle(self) -> None:
+        """Take theme.py's current colours and fmt's units (exotray.ui.look calls this
+        through the window when the system's scheme or the Preferences' units change)."""
+        self.setStyleSheet(_style())
+        for plot in (self.latency_plot, self.bandwidth_plot):
+            _style_chart(plot)
+        band = theme.with_alpha(theme.RTT_BAND, 0.9)
+        for item, pen in ((self._rtt_min, pg.mkPen(band)), (self._rtt_max, pg.mkPen(band)),
+                          (self._rtt, pg.mkPen(theme.RTT_MEDIAN, width=2)),
+                          (self._baseline, pg.mkPen(theme.RTT_BASELINE, width=1.5,
+                                                    style=Qt.PenStyle.DashLine)),
+                          (self._rx, pg.mkPen(theme.RX, width=1.8)),
+                          (self._tx, pg.mkPen(theme.TX, width=1.8))):
+            item.setPen(pen)
+        self._band.setBrush(pg.mkBrush(theme.with_alpha(theme.RTT_BAND, 0.45)))
+        for line, color, alpha in ((self._capacity_line, theme.CAPACITY, 1.0),
+                                   (self._threshold_line, theme.THRESHOLD, 0.8)):
+            pen = QPen(line.pen)
+            pen.setColor(pg.mkColor(theme.with_alpha(color, alpha)))
+            line.setPen(pen)
+            line.label.setColor(color)
+            line.label.fill = pg.mkBrush(theme.with_alpha(theme.BACKGROUND, 0.85))
+        self.latency_plot.getPlotItem().setTitle(_title(
+            "Latency", [("line", theme.RTT_MEDIAN, "median"), ("box", theme.RTT_BAND,
+                        "min – max"), ("line", theme.RTT_BASELINE, "idle baseline")]))
+        self.bandwidth_plot.getPlotItem().setTitle(_title(
+            "Interface traffic", [("line", theme.RX, "rx"), ("line", theme.TX, "tx")]))
+        if self._link is not None:
+            self._state.setStyleSheet(
+                f"color: white; background: {theme.state_color(self._link.get('state'))};"
+                " border-radius: 8px; padding: 1px 8px; font-weight: 600;")
+        self._set_rate_axis()
+        self._set_capacity(self._capacity)
+
     # -- drawing ---------------------------------------------------------------------------
+    def _set_rate_axis(self) -> None:
+        """The bandwidth axis in the rates' unit: B/s, or bit/s (the data, bytes/s, x 8)."""
+        ax = self.bandwidth_plot.getPlotItem().getAxis("left")
+        ax.setScale(8.0 if fmt.units() == "bits" else 1.0)
+        ax.setLabel("rate", units=fmt.rate_unit(), color=theme.TEXT_MUTED)
+
     def _set_capacity(self, cap: float | None) -> None:
         self._capacity = cap
         known = cap is not None and cap > 0
@@ -553,7 +605,9 @@ def _rule() -> QFrame:
     return rule
 
 
-_STYLE = f"""
+def _style() -> str:
+    """The panel's style sheet in theme.py's current colours."""
+    return f"""
 #LinkDetails {{ background: {theme.BACKGROUND}; }}
 QLabel {{ color: {theme.TEXT}; font-size: 9pt; }}
 QLabel#title {{ font-size: 12pt; font-weight: 600; }}
@@ -577,5 +631,6 @@ QPushButton:checked {{
     color: white; background: {theme.ACCENT}; border-color: {theme.ACCENT};
 }}
 """
+
 
 __all__ = ["MAX_POINTS", "RANGES", "LinkDetails", "fitting_range"]
