@@ -20,15 +20,19 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    Qt,
+    Signal,
+)
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
-    QTreeWidget,
-    QTreeWidgetItem,
+    QTreeView,
     QVBoxLayout,
     QWidget,
 )
@@ -45,6 +49,8 @@ FETCH_LIMIT: Final = 10_000
 #: events kept in the list (the newest)
 MAX_ROWS: Final = 10_000
 EVENT = Qt.ItemDataRole.UserRole + 1
+TIME = Qt.ItemDataRole.UserRole + 2
+_ROOT = QModelIndex()
 COLUMNS: Final = ("Time", "Event", "Details")
 
 #: an event type -> the theme colour name of its mark (others: TEXT_MUTED)
@@ -103,6 +109,88 @@ def _dot(color: str) -> QIcon:
     return QIcon(pix)
 
 
+class EventModel(QAbstractTableModel):
+    """The events, newest first; a row's texts are made when the view asks for them
+    (only the rows on screen), so a month of events costs no formatting up front."""
+
+    def __init__(self, owner: EventTimeline) -> None:
+        super().__init__(owner)
+        self._owner = owner
+        self.rows: list[tuple[float, dict[str, Any]]] = []
+        self._texts: dict[int, tuple[str, str, str]] = {}
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        return None
+
+    def texts(self, row: int) -> tuple[str, str, str]:
+        got = self._texts.get(row)
+        if got is None:
+            t, ev = self.rows[row]
+            what, details = describe(ev, self._owner.self_name)
+            got = (time.strftime("%a %d %b %H:%M:%S", time.localtime(t)), what, details)
+            if len(self._texts) > 4096:
+                self._texts.clear()
+            self._texts[row] = got
+        return got
+
+    def data(self, index: QModelIndex | QPersistentModelIndex,
+             role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row, col = index.row(), index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.texts(row)[col]
+        if role == Qt.ItemDataRole.ToolTipRole and col > 0:
+            what, details = self.texts(row)[1:]
+            return plain_tip(f"{what}\n{details}" if col == 1 else details)
+        if role == Qt.ItemDataRole.DecorationRole and col == 0:
+            kind = str(self.rows[row][1].get("type"))
+            return self._owner.icon(getattr(theme, KIND_COLORS.get(kind, "TEXT_MUTED")))
+        if role == EVENT:
+            return self.rows[row][1]
+        if role == TIME:
+            return self.rows[row][0]
+        return None
+
+    def replace(self, rows: list[tuple[float, dict[str, Any]]]) -> None:
+        self.beginResetModel()
+        self.rows = rows
+        self._texts.clear()
+        self.endResetModel()
+
+    def insert(self, t: float, ev: dict[str, Any]) -> None:
+        """One live event in its place (newest first: usually the top)."""
+        pos = 0
+        while pos < len(self.rows) and self.rows[pos][0] > t:
+            pos += 1
+        self.beginInsertRows(QModelIndex(), pos, pos)
+        self.rows.insert(pos, (t, ev))
+        self._texts.clear()
+        self.endInsertRows()
+
+    def trim(self, keep: int) -> None:
+        if len(self.rows) > keep:
+            self.beginRemoveRows(QModelIndex(), keep, len(self.rows) - 1)
+            del self.rows[keep:]
+            self.endRemoveRows()
+
+    def refresh(self) -> None:
+        """Texts and marks again (the units or the palette changed)."""
+        self._texts.clear()
+        if self.rows:
+            self.dataChanged.emit(self.index(0, 0),
+                                  self.index(len(self.rows) - 1, len(COLUMNS) - 1))
+
+
 class EventTimeline(QWidget):
     #: an event (its dict) was clicked or activated with the keyboard
     eventActivated = Signal(dict)
@@ -114,26 +202,29 @@ class EventTimeline(QWidget):
         self.self_name = "this node"
         self._seqs: set[tuple[int, str]] = set()
         self._span: tuple[float, float] | None = None
+        self._icons: dict[str, QIcon] = {}  # a dot per colour
         self.heading = QLabel("Events")
         self.heading.setTextFormat(Qt.TextFormat.PlainText)
         self.status = QLabel("")
         self.status.setTextFormat(Qt.TextFormat.PlainText)
-        self.list = QTreeWidget()
-        self.list.setColumnCount(len(COLUMNS))
-        self.list.setHeaderLabels(list(COLUMNS))
+        self.model = EventModel(self)
+        self.list = QTreeView()
+        self.list.setModel(self.model)
         self.list.setRootIsDecorated(False)
         self.list.setUniformRowHeights(True)
         self.list.setAlternatingRowColors(True)
         self.list.setWordWrap(False)
+        self.list.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.list.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         header = self.list.header()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
+        # fixed widths, not ResizeToContents (which would format every row)
+        fm = self.list.fontMetrics()
+        self.list.setColumnWidth(0, fm.horizontalAdvance("Wed 30 Dec 23:59:59") + 40)
         self.list.setColumnWidth(1, 230)
-        self.list.itemClicked.connect(self._clicked)
-        self.list.itemActivated.connect(self._clicked)
+        self.list.clicked.connect(self._clicked)
+        self.list.activated.connect(self._clicked)
         top = QHBoxLayout()
         top.setContentsMargins(6, 4, 6, 0)
         top.addWidget(self.heading)
@@ -160,27 +251,23 @@ class EventTimeline(QWidget):
         """Replace the list with the events of [since, until] (an /v1/events answer)."""
         self._span = (since, until)
         self.heading.setText(f"Events · {_span_words(until - since)}")
-        self.list.clear()
         self._seqs.clear()
-        self._add(events)
+        rows = self._new(events)
+        rows.sort(key=lambda te: te[0], reverse=True)  # newest first (stable for ties)
+        self.model.replace(rows[:MAX_ROWS])
         self._say(truncated)
 
     def add_events(self, events: list[dict[str, Any]]) -> None:
         """Add live events (the client's poll); ones already shown are skipped."""
-        self._add(events)
+        for t, ev in self._new(events):
+            self.model.insert(t, ev)
+        self.model.trim(MAX_ROWS)
         self._say(False)
 
-    def _say(self, truncated: bool) -> None:
-        n = self.list.topLevelItemCount()
-        if truncated:
-            self.status.setText(f"the first {n} events of this range")
-        elif n == 0:
-            self.status.setText("none")
-        else:
-            self.status.setText(f"{n} event{'s' if n != 1 else ''}")
-
-    def _add(self, events: list[dict[str, Any]]) -> None:
+    def _new(self, events: list[dict[str, Any]]) -> list[tuple[float, dict[str, Any]]]:
+        """(time, event) of the events not seen yet; ones without a time are dropped."""
         dropped = 0
+        new = []
         for ev in events:
             t = event_time(ev) if isinstance(ev, dict) else None
             if t is None:
@@ -190,55 +277,48 @@ class EventTimeline(QWidget):
             if key[0] >= 0 and key in self._seqs:
                 continue
             self._seqs.add(key)
-            item = QTreeWidgetItem()
-            item.setData(0, EVENT, ev)
-            item.setData(0, Qt.ItemDataRole.UserRole, t)
-            self._fill(item, ev, t)
-            # newest first: the place after every newer row
-            pos = 0
-            while pos < self.list.topLevelItemCount() and (
-                    self.list.topLevelItem(pos).data(0, Qt.ItemDataRole.UserRole) > t):
-                pos += 1
-            self.list.insertTopLevelItem(pos, item)
-        while self.list.topLevelItemCount() > MAX_ROWS:
-            self.list.takeTopLevelItem(self.list.topLevelItemCount() - 1)
+            new.append((t, ev))
         if dropped:
             log.warning("dropped %d event(s) without a readable time", dropped)
+        return new
 
-    def _fill(self, item: QTreeWidgetItem, ev: dict[str, Any], t: float) -> None:
-        what, details = describe(ev, self.self_name)
-        item.setText(0, time.strftime("%a %d %b %H:%M:%S", time.localtime(t)))
-        item.setText(1, what)
-        item.setText(2, details)
-        item.setToolTip(1, plain_tip(f"{what}\n{details}"))
-        item.setToolTip(2, plain_tip(details))
-        color = getattr(theme, KIND_COLORS.get(str(ev.get("type")), "TEXT_MUTED"))
-        item.setIcon(0, _dot(color))
+    def _say(self, truncated: bool) -> None:
+        n = self.model.rowCount()
+        if truncated:
+            self.status.setText(f"the first {n} events of this range")
+        elif n == 0:
+            self.status.setText("none")
+        else:
+            self.status.setText(f"{n} event{'s' if n != 1 else ''}")
 
     # -- look --------------------------------------------------------------------------------
+    def icon(self, color: str) -> QIcon:
+        icon = self._icons.get(color)
+        if icon is None:
+            icon = self._icons[color] = _dot(color)
+        return icon
+
     def restyle(self) -> None:
         """Re-render with theme.py's current colours and fmt's units (a rate is in the
         details of saturation events)."""
         self.heading.setStyleSheet(f"color: {theme.TEXT}; font-weight: 600;")
         self.status.setStyleSheet(f"color: {theme.TEXT_MUTED};")
-        for i in range(self.list.topLevelItemCount()):
-            item = self.list.topLevelItem(i)
-            self._fill(item, item.data(0, EVENT), item.data(0, Qt.ItemDataRole.UserRole))
+        self._icons.clear()
+        self.model.refresh()
 
     # -- out ---------------------------------------------------------------------------------
-    def _clicked(self, item: QTreeWidgetItem, _column: int = 0) -> None:
-        ev = item.data(0, EVENT)
+    def _clicked(self, index: QModelIndex) -> None:
+        ev = index.data(EVENT)
         if isinstance(ev, dict):
             self.eventActivated.emit(ev)
 
     # -- introspection (tests) ---------------------------------------------------------------
     def rows(self) -> list[tuple[str, str, str]]:
         """(time, what, details) per row, newest first."""
-        out = []
-        for i in range(self.list.topLevelItemCount()):
-            it = self.list.topLevelItem(i)
-            out.append((it.text(0), it.text(1), it.text(2)))
-        return out
+        return [self.model.texts(r) for r in range(self.model.rowCount())]
+
+    def index(self, row: int, column: int = 0) -> QModelIndex:
+        return self.model.index(row, column)
 
     def span(self) -> tuple[float, float] | None:
         """The [since, until] last asked for or shown."""
@@ -253,4 +333,4 @@ def _span_words(seconds: float) -> str:
     return f"last {max(seconds / 60, 1):.0f} min"
 
 
-__all__ = ["DEFAULT_SPAN_S", "EventTimeline", "describe", "event_time"]
+__all__ = ["DEFAULT_SPAN_S", "EventModel", "EventTimeline", "describe", "event_time"]

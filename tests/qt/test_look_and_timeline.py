@@ -20,7 +20,7 @@ from exotray.ui import look, summary, theme
 from exotray.ui.app import App
 from exotray.ui.client import AgentClient
 from exotray.ui.link_table import COLUMNS
-from exotray.ui.timeline import DEFAULT_SPAN_S, event_time
+from exotray.ui.timeline import DEFAULT_SPAN_S, EVENT, event_time
 from exotray.ui.tray import Tray
 from exotray.ui.window import MainWindow
 
@@ -108,11 +108,11 @@ def test_timeline_shows_a_real_agents_events_and_a_click_selects_the_link(qtbot,
         assert any(r[1].startswith("Peer up: ") for r in rows), rows
         row = next(i for i, r in enumerate(rows) if r[1].startswith("Link saturated: studio-1"))
         assert rows[row][2].startswith("Loopback at ")  # "Loopback at 20512 % (…)"
-        item = w.timeline.list.topLevelItem(row)
-        event = item.data(0, Qt.ItemDataRole.UserRole + 1)
+        index = w.timeline.index(row, 1)
+        event = index.data(EVENT)
         assert w.link_id is None
-        w.timeline.list.scrollToItem(item)
-        rect = w.timeline.list.visualItemRect(item)
+        w.timeline.list.scrollTo(index)
+        rect = w.timeline.list.visualRect(index)
         qtbot.mouseClick(w.timeline.list.viewport(), Qt.MouseButton.LeftButton,
                          pos=rect.center())
         assert w.link_id == event["link_id"]
@@ -137,10 +137,10 @@ def test_timeline_texts_are_plain_and_unknown_types_show(window):
     rows = window.timeline.rows()
     assert [r[1] for r in rows] == ["Link rerouted", f"Peer down: {hostile}"]
     assert rows[0][2] == f"link_id: {SAT}, note: {hostile}"
-    item = window.timeline.list.topLevelItem(1)
-    assert "&lt;img" in item.toolTip(1) and "<img" not in item.toolTip(1)
+    tip = window.timeline.index(1, 1).data(Qt.ItemDataRole.ToolTipRole)
+    assert "&lt;img" in tip and "<img" not in tip
     # the peer's event selects this node's link to that peer
-    window.timeline.list.itemClicked.emit(item, 1)
+    window.timeline.list.clicked.emit(window.timeline.index(1, 1))
     assert window.link_id == "8f432a8f84089cd4"
     # a live event joins in its place, once
     live = {"seq": 4, "at": "2026-12-03T08:02:00Z", "type": "link_cleared", "link_id": SAT,
@@ -171,7 +171,7 @@ def _labels(w: MainWindow, tray: Tray) -> dict[str, str]:
 
 def test_the_unit_switch_changes_every_label_at_once(qtbot, window, cluster, events):
     lk = look.instance()
-    tray = Tray()
+    tray = Tray(window)  # lives as long as the window
     tray.update(cluster)
     tray.rebuild_menu()
     before = _labels(window, tray)
