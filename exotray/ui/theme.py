@@ -158,7 +158,7 @@ DARK: Final[dict[str, str]] = {
     "LINK_UNKNOWN": "#94a3b8",
     "LINK_DOWN": "#c4a3b0",
     "RTT_MEDIAN": "#60a5fa",
-    "RTT_BAND": "#3b82f6",
+    "RTT_BAND": "#1d4ed8",  # a quiet band under the bright median
     "RTT_BASELINE": "#2dd4bf",
     "RX": "#22d3ee",
     "TX": "#a78bfa",
