@@ -118,6 +118,12 @@ def test_timeline_shows_a_real_agents_events_and_a_click_selects_the_link(qtbot,
         assert w.table.selected_link() == event["link_id"]
         assert w.topology.selected_link() == event["link_id"]
         assert not w.details.isHidden()
+        # Paint the charts now, with the client still running. Left to pytest-qt's event
+        # processing after the test (the client stopped), their first paint crashed
+        # (SIGSEGV in QPainter::restore under QGraphicsView::paintEvent) in most -q runs
+        # of this file: not understood yet, see the branch's report.
+        w.details.flush()
+        w.repaint()
     finally:
         client.stop()
 
