@@ -4,7 +4,8 @@
 
 Starts the demo's three agents (mDNS off), drives demo-a's link into saturation with
 the demo's paced stream, waits for link_saturated, selects that link and saves the
-window and the link details with QWidget.grab().
+window and the link details with QWidget.grab(), in the light palette (window.png,
+link-details.png) and in the dark one (window-dark.png, link-details-dark.png).
 """
 
 from __future__ import annotations
@@ -60,9 +61,14 @@ def main(out: Path) -> int:
             w.select_link(saturated()[0]["id"])
             w.details.set_range(60)
             pump(qapp, 6)
-            w.grab().save(str(out / "window.png"))
-            w.details.grab().save(str(out / "link-details.png"))
-            print(f"saved {out / 'window.png'} and {out / 'link-details.png'}")
+            for scheme, suffix in (("light", ""), ("dark", "-dark")):
+                app.look.set_scheme(scheme)
+                pump(qapp, 1.5)
+                w.grab().save(str(out / f"window{suffix}.png"))
+                w.details.grab().save(str(out / f"link-details{suffix}.png"))
+                print(f"saved {out / f'window{suffix}.png'} and "
+                      f"{out / f'link-details{suffix}.png'}")
+            app.look.set_scheme(None)
         finally:
             stream.stop_event.set()
             if app is not None:

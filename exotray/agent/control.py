@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 #: what Preferences may change at run time
 EDITABLE = ("interval", "threshold", "sustain", "clear", "capacity", "notify_peers",
-            "key_file")
+            "key_file", "units")
 
 
 def load_or_create_token(state_dir: Path) -> str:

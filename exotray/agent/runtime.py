@@ -273,7 +273,7 @@ class Agent:
             if self.loops:
                 self._start_loops()
         changed = {k: getattr(new, k) for k in ("interval", "threshold", "sustain", "clear",
-                                               "capacity", "notify_peers", "key_file")
+                                               "capacity", "notify_peers", "key_file", "units")
                    if getattr(new, k) != getattr(old, k)}
         log.info("settings changed: %s", changed or "nothing")
 

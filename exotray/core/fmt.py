@@ -4,21 +4,53 @@ from __future__ import annotations
 
 DASH = "–"
 
+#: the unit systems a rate can be shown in (the tray app's Preferences, "units")
+UNITS = ("bytes", "bits")
+_units = "bytes"
+
+
+def set_units(units: str) -> None:
+    """Show every rate (rate, capacity_rate, capacity_other) in bytes/s or in bits/s.
+
+    One switch for the whole process, so that no caller has to pass it along: the tray
+    app sets it from its Preferences; the command line keeps bytes/s."""
+    global _units
+    if units not in UNITS:
+        raise ValueError(f"units must be one of {', '.join(UNITS)}, not {units!r}")
+    _units = units
+
+
+def units() -> str:
+    """The unit system rates are shown in: "bytes" or "bits"."""
+    return _units
+
+
+def rate_unit() -> str:
+    """The base unit of a rate as shown: "B/s" or "bit/s" (chart axes add the prefix)."""
+    return "bit/s" if _units == "bits" else "B/s"
+
 
 def rate(bytes_per_s: float | None) -> str:
-    """Decimal units, as network people read them: 1.2 GB/s, 12.3 MB/s, 850 kB/s.
+    """Decimal units, as network people read them: 1.2 GB/s, 12.3 MB/s, 850 kB/s
+    (9.6 Gbit/s, 98.4 Mbit/s, 6.8 kbit/s when the units are bits).
 
     The unit is chosen after rounding, so 999,999 B/s reads "1.0 MB/s", not "1000 kB/s".
     """
     if bytes_per_s is None:
         return DASH
-    if round(bytes_per_s) < 1000:
-        return f"{bytes_per_s:.0f} B/s"
-    for unit, scale in (("kB/s", 1e3), ("MB/s", 1e6), ("GB/s", 1e9)):
-        value = bytes_per_s / scale
-        if unit == "GB/s" or round(value) < 1000:
-            return _num(value, unit)
+    bits = _units == "bits"
+    value, units = (bytes_per_s * 8, _RATE_BITS) if bits else (bytes_per_s, _RATE_BYTES)
+    if round(value) < 1000:
+        return f"{value:.0f} {units[0]}"
+    for unit, scale in zip(units[1:], (1e3, 1e6, 1e9), strict=True):
+        scaled = value / scale
+        if unit == units[-1] or round(scaled) < 1000:
+            return _num(scaled, unit)
     raise AssertionError("unreachable")
+
+
+_RATE_BYTES = ("B/s", "kB/s", "MB/s", "GB/s")
+_RATE_BITS = ("bit/s", "kbit/s", "Mbit/s", "Gbit/s")
 
 
 def _num(value: float, unit: str) -> str:
@@ -65,11 +97,23 @@ _BIT_UNITS = (("bit/s", 1.0), ("kbit/s", 1e3), ("Mbit/s", 1e6), ("Gbit/s", 1e9),
 
 
 def capacity_rate(bytes_per_s: float | None) -> str:
-    """A capacity in bytes/s, as the rates are shown, at 3 significant digits:
-    6.25 MB/s, 835 MB/s, 1.25 GB/s; "unknown" when it is not known."""
+    """A capacity in the rates' unit, at 3 significant digits: 6.25 MB/s, 835 MB/s,
+    1.25 GB/s (50 Mbit/s, 10 Gbit/s in bits); "unknown" when it is not known."""
     if bytes_per_s is None or bytes_per_s <= 0:
         return "unknown"
+    if _units == "bits":
+        return bit_rate(bytes_per_s)
     return _sig3(bytes_per_s, _BYTE_UNITS)
+
+
+def capacity_other(bytes_per_s: float | None) -> str:
+    """The capacity in the other unit system than the rates': its link speed
+    (10 Gbit/s) beside bytes/s, its bytes/s (1.25 GB/s) beside bits/s."""
+    if bytes_per_s is None or bytes_per_s <= 0:
+        return "unknown"
+    if _units == "bits":
+        return _sig3(bytes_per_s, _BYTE_UNITS)
+    return bit_rate(bytes_per_s)
 
 
 def bit_rate(bytes_per_s: float | None) -> str:

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from exotray.core.fmt import UNITS
+
 DEFAULT_PORT = 52480
 
 
@@ -58,6 +60,8 @@ class Settings:
     probes_per_interval: int = 4
     #: the tray app notifies when peers go down and come back (links always notify)
     notify_peers: bool = True
+    #: the tray app shows rates in "bytes" (MB/s) or "bits" (Mbit/s, as links are sold)
+    units: str = "bytes"
     #: answer other agents' active capacity tests (a bounded bulk TCP transfer)
     allow_capacity_tests: bool = True
     #: TCP port a capacity test's responder listens on, only during a consented test
@@ -103,6 +107,9 @@ class Settings:
                 raise SettingsError(f"capacity of {iface} must be a positive number of Mbit/s")
         if not (math.isfinite(self.history_days) and 0 <= self.history_days <= 3650):
             raise SettingsError(f"history_days must be 0..3650, not {self.history_days!r}")
+        if self.units not in UNITS:
+            raise SettingsError(f"units must be one of {', '.join(UNITS)}, "
+                                f"not {self.units!r}"[:120])
         if self.sharing not in SHARING:
             raise SettingsError(f"sharing must be one of {', '.join(SHARING)}, "
                                 f"not {self.sharing!r}"[:120])
@@ -142,7 +149,7 @@ _TYPES: dict[str, type] = {
     "clear": float, "cooldown": float, "down_after": float, "probes_per_interval": int,
     "events": str, "state_dir": str, "key_file": str, "notify_peers": bool,
     "allow_capacity_tests": bool, "capacity_port": int, "capacity_warn_after": float,
-    "sharing": str, "exo_url": str, "history_days": float,
+    "sharing": str, "exo_url": str, "history_days": float, "units": str,
 }
 _OPTIONAL = {"events", "state_dir", "key_file"}
 _TYPE_NAMES = {

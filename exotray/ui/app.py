@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 from exotray.appnap import keep_timers_on_time
 from exotray.core import paths
 from exotray.core.settings import DEFAULT_PORT, LOG_FORMAT
-from exotray.ui import summary
+from exotray.ui import look, summary
 from exotray.ui.client import AgentClient
 from exotray.ui.supervisor import AgentSupervisor
 from exotray.ui.tray import Tray, app_icon
@@ -49,6 +49,7 @@ class App(QObject):
         self.notifier = Notifier(self.tray.icon, parent=self)
         self.window = None
         self.prefs = None
+        self.look = look.instance()  # the system's light or dark, before any window
 
         self.client.clusterChanged.connect(self._cluster)
         self.client.eventsArrived.connect(self._events)
@@ -141,6 +142,7 @@ class App(QObject):
         if result is not None:
             self.settings = result["settings"]
             self.tray.threshold = self.settings["threshold"]
+            self.look.set_units(self.settings.get("units"))
         else:
             log.warning("cannot read the agent's settings (%s); notifications use the "
                         "default threshold", error)
@@ -195,6 +197,7 @@ class App(QObject):
     def _settings_saved(self, settings: dict[str, Any]) -> None:
         self.settings = settings
         self.tray.threshold = settings["threshold"]
+        self.look.set_units(settings.get("units"))  # redraws the window at once
 
 
 def setup_logging(verbose: bool = False) -> None:

@@ -54,6 +54,12 @@ class Crosshair(QObject):
         self._label.setText(text)
         return text
 
+    def restyle(self) -> None:
+        """Take theme.py's current colours (the system's scheme changed)."""
+        for line in self._lines:
+            line.setPen(pg.mkPen(theme.with_alpha(theme.TEXT_MUTED, 0.7), width=1,
+                                 style=Qt.PenStyle.DashLine))
+
     def hide(self) -> None:
         for line in self._lines:
             line.setVisible(False)

@@ -29,13 +29,24 @@ def chart(title: str) -> pg.PlotWidget:
     font = QFont()
     font.setPointSizeF(8)
     for name in ("left", "bottom"):
-        ax = pi.getAxis(name)
-        ax.setPen(pg.mkPen(theme.GRID))
-        ax.setTextPen(pg.mkPen(theme.TEXT_MUTED))
-        ax.setStyle(tickFont=font, tickTextOffset=4)
+        pi.getAxis(name).setStyle(tickFont=font, tickTextOffset=4)
+    style_chart(w)
     pi.getAxis("left").setWidth(AXIS_W)
     w.setMinimumHeight(140)
     return w
+
+
+def style_chart(w: pg.PlotWidget) -> None:
+    """A chart's background and axes in theme.py's current colours (again on restyle)."""
+    w.setBackground(theme.BACKGROUND)
+    pi = w.getPlotItem()
+    for name in ("left", "bottom"):
+        ax = pi.getAxis(name)
+        ax.setPen(pg.mkPen(theme.GRID))
+        ax.setTextPen(pg.mkPen(theme.TEXT_MUTED))
+        if ax.labelText:  # the label's colour is in its own style
+            ax.labelStyle["color"] = theme.TEXT_MUTED
+            ax._updateLabel()
 
 
 def rate_bands(plot: pg.PlotItem) -> tuple[dict[str, pg.PlotCurveItem],

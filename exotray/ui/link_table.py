@@ -28,7 +28,7 @@ HEADER_TIPS = {
         "not only this link's",
     8: "The busier direction of the interface's traffic, of the link's capacity "
        "(– while the capacity is unknown)",
-    CAPACITY: "The link's capacity, in bytes/s like the rates (its link speed in the "
+    CAPACITY: "The link's capacity, in the rates' unit (its link speed in the "
               "cell's tooltip)",
     EXO: "The exo models whose inference traffic this node sends over the link (shown "
          "while a local exo answers)",
@@ -58,8 +58,12 @@ def exo_cell(link: dict[str, Any]) -> str:
     return f"{text} · {rdma}" if text and rdma else text or rdma or ""
 
 
-#: capacities take few values: their text is formatted once each
-_capacity_text = functools.lru_cache(maxsize=1024)(fmt.capacity_rate)
+#: capacities take few values: their text is formatted once each (per unit system)
+_capacity_cached = functools.lru_cache(maxsize=1024)(lambda cap, _units: fmt.capacity_rate(cap))
+
+
+def _capacity_text(cap: float | None) -> str:
+    return _capacity_cached(cap, fmt.units())
 
 
 def _rows(cluster: dict[str, Any] | None) -> list[tuple[str, list[tuple[str, Any]]]]:

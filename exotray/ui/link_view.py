@@ -17,7 +17,7 @@ from typing import Any, Final
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QPen
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFrame,
@@ -45,7 +45,7 @@ from exotray.ui.chart_data import (
     follow_query,
     wanted,
 )
-from exotray.ui.chart_style import chart, line_label, rate_bands, title
+from exotray.ui.chart_style import chart, line_label, rate_bands, style_chart, title
 
 REDRAW_HZ: Final = 20
 #: how long the view rests after a zoom or pan before what it reached is fetched
@@ -80,7 +80,7 @@ class LinkDetails(QWidget):
         super().__init__(parent)
         self.setObjectName("LinkDetails")
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
-        self.setStyleSheet(_STYLE)
+        self.setStyleSheet(_style())
         self._threshold = threshold
         self._range = RANGES[1][0]
         self._link: dict[str, Any] | None = None
@@ -139,7 +139,7 @@ class LinkDetails(QWidget):
         lat.getAxis("left").setLabel("RTT", units="ms", color=theme.TEXT_MUTED)
         lat.getAxis("left").enableAutoSIPrefix(False)
         lat.getAxis("bottom").setStyle(showValues=False)
-        bw.getAxis("left").setLabel("rate", units="B/s", color=theme.TEXT_MUTED)
+        bw.getAxis("left").setLabel("rate", units=fmt.rate_unit(), color=theme.TEXT_MUTED)
         for ax in (lat.getAxis("left"), bw.getAxis("left")):
             ax.label.setFont(QFont(ax.label.font().family(), 8))
         bw.setXLink(lat)
@@ -265,6 +265,7 @@ class LinkDetails(QWidget):
         self._timer = QTimer(self)
         self._timer.setInterval(round(1000 / REDRAW_HZ))
         self._timer.timeout.connect(self._tick)
+        self._set_rate_axis()
         self.set_link(None)
 
     # -- public API ------------------------------------------------------------------------
@@ -345,7 +346,7 @@ class LinkDetails(QWidget):
         ifaces = interfaces or {}
         if cap is not None:
             words = linkwords.capacity_words(link, ifaces)
-            self._set_sub("capacity", f"({fmt.bit_rate(cap)}) · {words}")
+            self._set_sub("capacity", f"({fmt.capacity_other(cap)}) · {words}")
         else:
             self._set_sub("capacity", "set it in Preferences, or Measure capacity")
         at = linkwords.speed(link, ifaces)
@@ -480,7 +481,52 @@ class LinkDetails(QWidget):
     def redraw_timer(self) -> QTimer:
         return self._timer
 
+    def restyle(self) -> None:
+        """Take theme.py's current colours and fmt's units (exotray.ui.look calls this
+        through the window when the system's scheme or the Preferences' units change)."""
+        self.setStyleSheet(_style())
+        for plot in (self.latency_plot, self.bandwidth_plot):
+            style_chart(plot)
+        self.crosshair.restyle()
+        for name, item in {**self._rate_edges, **self._rate_bands}.items():
+            color = theme.RX if name.startswith("rx") else theme.TX
+            alpha = 0.6 if name.endswith("_max") else 0.3
+            item.setPen(pg.mkPen(theme.with_alpha(color, alpha), width=1))
+        band = theme.with_alpha(theme.RTT_BAND, 0.9)
+        for item, pen in ((self._rtt_min, pg.mkPen(band)), (self._rtt_max, pg.mkPen(band)),
+                          (self._rtt, pg.mkPen(theme.RTT_MEDIAN, width=2)),
+                          (self._baseline, pg.mkPen(theme.RTT_BASELINE, width=1.5,
+                                                    style=Qt.PenStyle.DashLine)),
+                          (self._rx, pg.mkPen(theme.RX, width=1.8)),
+                          (self._tx, pg.mkPen(theme.TX, width=1.8))):
+            item.setPen(pen)
+        self._band.setBrush(pg.mkBrush(theme.with_alpha(theme.RTT_BAND, 0.45)))
+        for line, color, alpha in ((self._capacity_line, theme.CAPACITY, 1.0),
+                                   (self._threshold_line, theme.THRESHOLD, 0.8)):
+            pen = QPen(line.pen)
+            pen.setColor(pg.mkColor(theme.with_alpha(color, alpha)))
+            line.setPen(pen)
+            line.label.setColor(color)
+            line.label.fill = pg.mkBrush(theme.with_alpha(theme.BACKGROUND, 0.85))
+        self.latency_plot.getPlotItem().setTitle(title(
+            "Latency", [("line", theme.RTT_MEDIAN, "median"), ("box", theme.RTT_BAND,
+                        "min – max"), ("line", theme.RTT_BASELINE, "idle baseline")]))
+        self.bandwidth_plot.getPlotItem().setTitle(title(
+            "Interface traffic", [("line", theme.RX, "rx"), ("line", theme.TX, "tx")]))
+        if self._link is not None:
+            self._state.setStyleSheet(
+                f"color: white; background: {theme.state_color(self._link.get('state'))};"
+                " border-radius: 8px; padding: 1px 8px; font-weight: 600;")
+        self._set_rate_axis()
+        self._set_capacity(self._capacity)
+
     # -- drawing ---------------------------------------------------------------------------
+    def _set_rate_axis(self) -> None:
+        """The bandwidth axis in the rates' unit: B/s, or bit/s (the data, bytes/s, x 8)."""
+        ax = self.bandwidth_plot.getPlotItem().getAxis("left")
+        ax.setScale(8.0 if fmt.units() == "bits" else 1.0)
+        ax.setLabel("rate", units=fmt.rate_unit(), color=theme.TEXT_MUTED)
+
     def _set_capacity(self, cap: float | None) -> None:
         self._capacity = cap
         known = cap is not None and cap > 0
@@ -490,7 +536,7 @@ class LinkDetails(QWidget):
             assert cap is not None
             self._capacity_line.setPos(cap)
             self._capacity_line.label.setFormat(
-                f"capacity {fmt.capacity_rate(cap)} ({fmt.bit_rate(cap)})")
+                f"capacity {fmt.capacity_rate(cap)} ({fmt.capacity_other(cap)})")
             self._threshold_line.setPos(cap * self._threshold)
             self._threshold_line.label.setFormat(f"threshold {fmt.percent(self._threshold)}")
         self._mark_dirty()
@@ -611,7 +657,9 @@ def _rule() -> QFrame:
     return rule
 
 
-_STYLE = f"""
+def _style() -> str:
+    """The panel's style sheet in theme.py's current colours."""
+    return f"""
 #LinkDetails {{ background: {theme.BACKGROUND}; }}
 QLabel {{ color: {theme.TEXT}; font-size: 9pt; }}
 QLabel#title {{ font-size: 12pt; font-weight: 600; }}
@@ -635,5 +683,6 @@ QPushButton:checked {{
     color: white; background: {theme.ACCENT}; border-color: {theme.ACCENT};
 }}
 """
+
 
 __all__ = ["MAX_POINTS", "RANGES", "LinkDetails", "fitting_range"]

@@ -8,6 +8,7 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
@@ -52,6 +53,11 @@ class Preferences(QDialog):
         self.key_file.setToolTip("A file holding the cluster's shared secret (16 bytes or "
                                  "more). Agents with another key, or none, are refused.")
         self.login = QCheckBox("Start exotray at login")
+        # how rates are shown (saved in the agent's config like the rest; the tray app
+        # applies it, see App._settings_saved)
+        self.units = QComboBox()
+        self.units.addItem("bytes per second (MB/s)", "bytes")
+        self.units.addItem("bits per second (Mbit/s), as link speeds are sold", "bits")
         self.capacity = QTableWidget(0, 3)
         self.capacity.setHorizontalHeaderLabels(["Interface", "Detected", "Override (Mbit/s)"])
         self.capacity.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
@@ -66,6 +72,7 @@ class Preferences(QDialog):
         form.addRow("Cleared after", self.clear)
         form.addRow("Probe interval", self.interval)
         form.addRow("Cluster key file", self.key_file)
+        form.addRow("Show rates in", self.units)
         form.addRow(self.notify_peers)
         form.addRow(self.login)
         buttons = QDialogButtonBox(
@@ -88,6 +95,7 @@ class Preferences(QDialog):
         lay.addWidget(self.status)
         lay.addWidget(buttons)
         self.resize(520, 480)
+        self._has_units = False
         self.load(cluster)
 
     def load(self, cluster: dict[str, Any] | None) -> None:
@@ -111,6 +119,10 @@ class Preferences(QDialog):
         self.interval.setValue(s["interval"])
         self.notify_peers.setChecked(s["notify_peers"])
         self.key_file.setText(s.get("key_file") or "")
+        # an agent from before the setting has none: the choice is then not offered
+        self._has_units = "units" in s
+        self.units.setEnabled(self._has_units)
+        self.units.setCurrentIndex(max(0, self.units.findData(s.get("units", "bytes"))))
         overrides: dict[str, float] = dict(s.get("capacity") or {})
         ifaces = []
         if self._cluster:
@@ -162,7 +174,7 @@ class Preferences(QDialog):
             if value <= 0:
                 raise ValueError(f"capacity of {name} must be positive")
             capacity[name] = value
-        return {
+        changes = {
             "threshold": round(self.threshold.value() / 100, 4),
             "sustain": self.sustain.value(),
             "clear": self.clear.value(),
@@ -171,6 +183,9 @@ class Preferences(QDialog):
             "capacity": capacity,
             "key_file": self.key_file.text().strip() or None,
         }
+        if self._has_units:
+            changes["units"] = self.units.currentData()
+        return changes
 
     def save(self) -> None:
         try:

@@ -94,12 +94,12 @@ def edge_exo(edge: Edge) -> list[str]:
 
 
 def capacity_text(link: dict[str, Any], ifaces: linkwords.Ifaces) -> str:
-    """ "6.25 MB/s (50 Mbit/s), your setting": bytes/s like the rates, 3 significant
-    digits, and where the number came from."""
+    """ "6.25 MB/s (50 Mbit/s), your setting": in the rates' unit (fmt.units), the other
+    one beside it, 3 significant digits, and where the number came from."""
     cap = link.get("capacity_bytes_per_s")
     if not cap or cap <= 0:
         return "unknown"
-    return (f"{fmt.capacity_rate(cap)} ({fmt.bit_rate(cap)}),"
+    return (f"{fmt.capacity_rate(cap)} ({fmt.capacity_other(cap)}),"
             f" {linkwords.capacity_words(link, ifaces)}")
 
 

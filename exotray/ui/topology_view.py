@@ -191,6 +191,29 @@ class TopologyView(pg.PlotWidget):
         if self._edges:
             self._restyle()
 
+    def restyle(self) -> None:
+        """Take theme.py's current colours (exotray.ui.look, through the window): what
+        was drawn once is recoloured here, the rest at the next set_cluster, which
+        redraws every node, label, edge and badge (nothing is skipped as unchanged)."""
+        self.setBackground(theme.BACKGROUND)
+        for item, pen in ((self._halo_sel, pg.mkPen(theme.SELECTION, width=13)),
+                          (self._halo_core, pg.mkPen(theme.BACKGROUND, width=7)),
+                          (self._halo_hover, pg.mkPen(theme.with_alpha(theme.SELECTION, 0.22),
+                                                      width=11)),
+                          (self._halo_exo, pg.mkPen(theme.with_alpha(theme.EXO, 0.5),
+                                                    width=19))):
+            item.setPen(pen)
+        self._legend.setBrush(pg.mkBrush(theme.with_alpha(theme.BACKGROUND, 0.9)))
+        self._legend.setLabelTextColor(theme.TEXT_MUTED)
+        for kind, sample in self._legend_samples.items():
+            sample.setPen(self._edge_pen(kind, 2.5))
+        self._fill_legend()
+        for badge in [*self._badges.values(), self._focus_badge]:
+            badge.fill = pg.mkBrush(theme.with_alpha(theme.BACKGROUND, 0.94))
+            badge.setColor(theme.TEXT)
+        self._node_sig = self._style_sig = None
+        self._label_html.clear()
+
     def set_cluster(self, cluster: dict[str, Any]) -> None:
         """Show a /v1/cluster view. Positions only change when the set of nodes does."""
         nodes, edges = topology.build(cluster)

@@ -1,15 +1,19 @@
-"""The dashboard: topology, link details, and a sortable table of every link.
+"""The dashboard: topology, link details, a sortable table of every link, and the
+cluster's events on a timeline.
 
-Selecting a link anywhere (an edge, a table row, a notification, a tray menu line)
-selects it everywhere. Details show the agent's history for the range they ask for
-(`LinkDetails.historyWanted`, fetched by the client's worker thread) and then follow
-the live cluster view. What an action on a link found out (a capacity test, an export)
-stays in that link's details; what is wrong with the agent stays in a banner on top.
+Selecting a link anywhere (an edge, a table row, an event of the timeline, a
+notification, a tray menu line) selects it everywhere. Details show the agent's history
+for the range they ask for (`LinkDetails.historyWanted`, fetched by the client's worker
+thread) and then follow the live cluster view. What an action on a link found out (a
+capacity test, an export) stays in that link's details; what is wrong with the agent
+stays in a banner on top. Colours follow the system's light or dark scheme and rates the
+Preferences' units (exotray.ui.look); both redraw the window at once.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -26,17 +30,20 @@ from PySide6.QtWidgets import (
 )
 
 from exotray.core import fmt, topology
-from exotray.ui import linkwords, theme
+from exotray.ui import linkwords, look, theme
 from exotray.ui.client import AgentClient
 from exotray.ui.link_table import LinkTable
 from exotray.ui.link_view import LinkDetails
+from exotray.ui.timeline import DEFAULT_SPAN_S, FETCH_LIMIT, EventTimeline, event_time
 from exotray.ui.topology_view import TopologyView
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, client: AgentClient | None, parent: QWidget | None = None) -> None:
+    def __init__(self, client: AgentClient | None, parent: QWidget | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         super().__init__(parent)
         self.client = client
+        self.clock = clock
         self.setWindowTitle("exotray — cluster network")
         self.cluster: dict[str, Any] | None = None
         self.edges: list[topology.Edge] = []
@@ -48,10 +55,14 @@ class MainWindow(QMainWindow):
         self._history_serial = 0
         #: the last result of an action per link id, shown in its details until replaced
         self._results: dict[str, str] = {}
+        #: the time show_link_at asked to see, until that link's history is in
+        #: the span of the events last asked for (seconds), None before the first fetch
+        self._events_span: float | None = None
 
         self.topology = TopologyView()
         self.details = LinkDetails()
         self.table = LinkTable()
+        self.timeline = EventTimeline(clock)
         self.empty = QLabel("Click a link to see its latency and bandwidth.")
         self.empty.setTextFormat(Qt.TextFormat.PlainText)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -65,15 +76,19 @@ class MainWindow(QMainWindow):
         top.addWidget(self.topology)
         top.addWidget(right)
         top.setSizes([640, 560])
+        bottom = QSplitter(Qt.Orientation.Horizontal)
+        bottom.addWidget(self.table)
+        bottom.addWidget(self.timeline)
+        bottom.setSizes([780, 500])
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top)
-        split.addWidget(self.table)
+        split.addWidget(bottom)
         split.setSizes([560, 220])
 
         # What is wrong with the agent, until it is not: a banner above everything.
         self.problem_banner = QFrame()
         self.problem_banner.setObjectName("agentProblem")
-        self.problem_banner.setStyleSheet(_BANNER_STYLE)
+        self.problem_banner.setStyleSheet(_banner_style())
         icon = QLabel()
         icon.setPixmap(self.style().standardIcon(
             QStyle.StandardPixmap.SP_MessageBoxWarning).pixmap(20, 20))
@@ -115,6 +130,11 @@ class MainWindow(QMainWindow):
         self.table.selectionModel().selectionChanged.connect(self._table_selected)
         self.details.rangeChanged.connect(self._range_changed)
         self.details.historyWanted.connect(self._fetch_history)
+        self.timeline.eventActivated.connect(self._event_clicked)
+        events_arrived = getattr(client, "eventsArrived", None)
+        if events_arrived is not None:
+            events_arrived.connect(self.timeline.add_events)
+        look.instance().changed.connect(self.restyle)
 
     # -- data in -------------------------------------------------------------------------
     def set_agent_problem(self, text: str | None) -> None:
@@ -128,10 +148,15 @@ class MainWindow(QMainWindow):
         return self.agent_problem.text() if not self.problem_banner.isHidden() else None
 
     def set_cluster(self, cluster: dict[str, Any] | None) -> None:
+        first = self.cluster is None
         self.cluster = cluster
         if cluster is None:
             self.summary.setText("The local exotray agent does not answer.")
             return
+        if cluster.get("nodes"):
+            self.timeline.self_name = cluster["nodes"][0]["node"].get("name") or "this node"
+        if first:
+            self.fetch_events()  # (again) after the agent did not answer
         _nodes, self.edges = topology.build(cluster)
         self.topology.set_cluster(cluster)
         self.table.set_cluster(cluster)
@@ -216,6 +241,71 @@ class MainWindow(QMainWindow):
 
     def _range_changed(self, seconds: int) -> None:
         self.range_s = seconds  # the details ask for what they need (_fetch_history)
+        if self._events_span is not None and max(seconds, DEFAULT_SPAN_S) > self._events_span:
+            self.fetch_events()  # the timeline covers at least what the charts show
+
+    # -- events timeline ---------------------------------------------------------------------
+    def fetch_events(self) -> None:
+        """Ask the agent (off the GUI thread) for the events of the charts' range, at
+        least the last DEFAULT_SPAN_S; live ones are added as the client polls them."""
+        if self.client is None or not hasattr(self.client, "request"):
+            return
+        span = float(max(self.range_s, DEFAULT_SPAN_S))
+        until = self.clock()
+        since = until - span
+        self._events_span = span
+        self.timeline.set_loading(since, until)
+
+        def done(result: Any, error: str | None) -> None:
+            if span != self._events_span:
+                return  # a newer fetch is on its way
+            if result is None or not isinstance(result.get("events"), list):
+                self.timeline.set_error(error or "not an events answer")
+                return
+            self.timeline.set_events(result["events"], since, until,
+                                     bool(result.get("truncated")))
+
+        # "until" a little ahead: events raised while the answer travels are kept too
+        self.client.request("GET", "/v1/events", done=done, params={
+            "since": f"{since:.3f}", "until": f"{until + 60:.3f}", "limit": FETCH_LIMIT})
+
+    def _event_clicked(self, event: dict[str, Any]) -> None:
+        link_id = self._event_link(event)
+        t = event_time(event)
+        if link_id is not None and t is not None:
+            self.show_link_at(link_id, t)
+
+    def _event_link(self, event: dict[str, Any]) -> str | None:
+        """The link an event is about: its link_id; for a peer's event this node's link
+        to that peer (the busiest: up before down); for a port's, a link over it."""
+        lid = event.get("link_id")
+        if isinstance(lid, str) and lid and self._link(lid) is not None:
+            return lid
+        own = (self.cluster or {}).get("nodes", [{}])[0].get("links", []) if self.cluster else []
+        peer, iface = event.get("peer_id"), event.get("interface")
+        hits = [lk for lk in own if (peer and lk.get("peer_id") == peer)
+                or (iface and lk.get("local_interface") == iface)]
+        hits.sort(key=lambda lk: lk.get("state") == "down")
+        return hits[0]["id"] if hits else (lid if isinstance(lid, str) and lid else None)
+
+    def show_link_at(self, link_id: str, t: float) -> None:
+        """Select `link_id` (as a click on it in the topology or the table does) and show
+        its charts around time `t` (unix seconds)."""
+        self.select_link(link_id)
+        # the details' own request for the new link is superseded by this one: only the
+        # answer to the latest history request is shown (_fetch_history)
+        self.details.show_around(t)
+
+    # -- look ------------------------------------------------------------------------------
+    def restyle(self) -> None:
+        """Redraw everything at once in theme.py's colours and fmt's units (Look.changed:
+        the system's scheme or the Preferences' units changed)."""
+        self.problem_banner.setStyleSheet(_banner_style())
+        self.topology.restyle()
+        self.details.restyle()
+        self.timeline.restyle()
+        if self.cluster is not None:
+            self.set_cluster(self.cluster)
 
     def _export_clicked(self) -> None:
         if self.link_id is None:
@@ -308,13 +398,14 @@ def _measured(result: dict[str, Any], at: str) -> str:
     if not rates:
         return f"Measured at {at} via {result.get('interface')}: nothing came through."
     as_bytes = ", ".join(f"{fmt.capacity_rate(v)} {d}" for d, v in rates.items())
-    as_bits = ", ".join(f"{fmt.bit_rate(v)} {d}" for d, v in rates.items())
+    as_bits = ", ".join(f"{fmt.capacity_other(v)} {d}" for d, v in rates.items())
     best = max(rates.values())  # the agent keeps the larger one
     return (f"Measured at {at} via {result.get('interface')}: {as_bytes} ({as_bits}); "
             f"now its capacity: {fmt.capacity_rate(best)}.")
 
 
-_BANNER_STYLE = f"""
+def _banner_style() -> str:
+    return f"""
 #agentProblem {{
     background: {theme.PROBLEM_BACKGROUND}; border-bottom: 1px solid {theme.PROBLEM_BORDER};
 }}

@@ -54,9 +54,10 @@ def test_settings_round_trip_applied_live_and_saved(agent):
     assert r.status_code == 200
     assert r.json()["settings"] == {"interval": 1.0, "threshold": 0.9, "sustain": 3.0,
                                     "clear": 5.0, "capacity": {"lo": 100}, "notify_peers": True,
-                                    "key_file": None}
+                                    "key_file": None, "units": "bytes"}
     change = {"threshold": 0.8, "sustain": 2, "clear": 4, "interval": 0.5,
-              "capacity": {"lo": 1000, "eth9": 50}, "notify_peers": False}
+              "capacity": {"lo": 1000, "eth9": 50}, "notify_peers": False,
+              "units": "bits"}
     r = _call(agent, "PUT", "/v1/control/settings", agent.token, json=change)
     assert r.status_code == 200, r.text
     assert r.json()["settings"] == {**change, "sustain": 2, "clear": 4, "key_file": None}
@@ -70,6 +71,7 @@ def test_settings_round_trip_applied_live_and_saved(agent):
     saved = tomllib.loads(agent.config.read_text())
     assert saved["name"] == "ctl" and saved["threshold"] == 0.8
     assert saved["capacity"] == {"lo": 1000, "eth9": 50} and saved["notify_peers"] is False
+    assert saved["units"] == "bits"
     assert agent.proc.poll() is None
 
 
