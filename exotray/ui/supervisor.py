@@ -21,11 +21,11 @@ import sys
 import threading
 from pathlib import Path
 
-import httpx
 from PySide6.QtCore import QObject, QProcess, QTimer, Signal
 
 from exotray.core import paths
 from exotray.core.settings import EXIT_CONFIG
+from exotray.ui import localhttp
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +79,12 @@ def agent_command(args: list[str]) -> tuple[str, list[str]]:
 
 
 def agent_answers(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
+    """Whether an exotray agent answers on the port (blocks up to `timeout`: call it off
+    the GUI thread)."""
     try:
-        r = httpx.get(f"http://{host}:{port}/v1/snapshot", timeout=timeout, trust_env=False)
-        return r.status_code == 200 and r.json().get("schema") == 1
-    except (httpx.HTTPError, ValueError):
+        status, body = localhttp.get_json(host, port, "/v1/snapshot", timeout)
+        return status == 200 and isinstance(body, dict) and body.get("schema") == 1
+    except localhttp.Error:
         return False
 
 
