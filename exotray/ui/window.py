@@ -128,9 +128,9 @@ class MainWindow(QMainWindow):
         if cluster is None:
             self.summary.setText("The local exotray agent does not answer.")
             return
-        _nodes, self.edges = topology.build(cluster)
-        self.topology.set_cluster(cluster)
-        self.table.set_cluster(cluster)
+        nodes, self.edges = graph = topology.build(cluster)  # once, for all the views
+        self.topology.set_cluster(cluster, graph)
+        self.table.set_cluster(cluster, nodes)
         n = len(cluster.get("nodes", []))
         self.summary.setText(
             f"{n} node{'s' if n != 1 else ''} · {len(self.edges)} link"
