@@ -56,6 +56,8 @@ RDMA_WORDS = {"counted": "RDMA counted", "not_counted": "RDMA not counted"}
 _STATE_RANK = {"down": 2, "saturated": 1, "up": 0}
 _ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _NUMBERS = frozenset((RTT, JITTER, LOSS, RX, TX, UTIL, CAPACITY))
+_ROOT = QModelIndex()  # the table's (invisible) parent of every row
+_TEXTS = tuple(c for c in range(len(COLUMNS)) if c not in _NUMBERS)
 
 
 def exo_present(cluster: dict[str, Any] | None) -> bool:
@@ -182,10 +184,10 @@ class LinkModel(QAbstractTableModel):
         return row.texts
 
     # -- Qt's model API ---------------------------------------------------------------
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:
         return 0 if parent.isValid() else len(self.rows)
 
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:
         return 0 if parent.isValid() else len(COLUMNS)
 
     def data(self, index: QModelIndex | QPersistentModelIndex,
@@ -251,35 +253,34 @@ class LinkModel(QAbstractTableModel):
         of changed text cells by column), for the table's column widths."""
         names = ({n.id: n.name for n in nodes} if nodes is not None else
                  {n["node"]["id"]: n["node"]["name"] for n in (cluster or {}).get("nodes", [])})
-        fresh: dict[str, _Row] = {}
+        fresh: dict[str, tuple[tuple, dict[str, Any], linkwords.Ifaces]] = {}
         for node in (cluster or {}).get("nodes", []):
             ifaces = linkwords.node_interfaces(node)
             name = node["node"]["name"]
             for lk in node.get("links", []):
-                lid = lk["id"]
-                fresh[lid] = _Row(lid, _values(name, lk, ifaces, names), lk, ifaces)
+                fresh[lk["id"]] = (_values(name, lk, ifaces, names), lk, ifaces)
         rows_changed = fresh.keys() != self._by_id.keys()
         if rows_changed:
             self._remove([i for i, r in enumerate(self.rows) if r.id not in fresh])
         changed_text: dict[int, set[Any]] = {}
         changed: list[int] = []  # indexes in display order
         resort = False
-        c_sort = self.sort_column
+        c_sort = self.sort_column if self.sort_column < len(COLUMNS) else -1
         for i, row in enumerate(self.rows):
-            new = fresh[row.id]  # (every row left is in the view)
-            row.link, row.ifaces = new.link, new.ifaces  # tooltips read the latest
-            if new.vals == row.vals:
+            # (every row left is in the view) tooltips read the latest link
+            vals, row.link, row.ifaces = fresh[row.id]
+            old = row.vals
+            if vals == old:
                 continue
-            old, row.vals, row.texts = row.vals, new.vals, None
+            row.vals, row.texts = vals, None
             changed.append(i)
-            for c, (a, b) in enumerate(zip(old, new.vals, strict=True)):
-                if a != b:
-                    if c == c_sort:
-                        resort = True
-                    if c not in _NUMBERS:
-                        changed_text.setdefault(c, set()).add(b)
+            if c_sort >= 0 and old[c_sort] != vals[c_sort]:
+                resort = True
+            for c in _TEXTS:  # texts may need a wider column; numbers never do
+                if old[c] != vals[c]:
+                    changed_text.setdefault(c, set()).add(vals[c])
         if rows_changed:  # after the changed rows' indexes are told (they stay valid)
-            added = [r for lid, r in fresh.items() if lid not in self._by_id]
+            added = [_Row(lid, *new) for lid, new in fresh.items() if lid not in self._by_id]
             if added:
                 n = len(self.rows)
                 self.beginInsertRows(QModelIndex(), n, n + len(added) - 1)
