@@ -114,6 +114,8 @@ class AgentSupervisor(QObject):
         self._healthy.timeout.connect(self._reset_backoff)
         self.problem: str | None = None
         self._checks = 0
+        #: how long the attach check waits for an answer (in its thread, never here)
+        self.check_timeout = 0.5
         self._pending: dict[int, object] = {}
         self._answered.connect(self._on_answered)
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
@@ -143,8 +145,10 @@ class AgentSupervisor(QObject):
         self._checks += 1
         token = self._checks
         self._pending[token] = then
-        threading.Thread(target=lambda: self._answered.emit(token, agent_answers(self.port)),
-                         name="agent-check", daemon=True).start()
+        timeout = self.check_timeout
+        threading.Thread(
+            target=lambda: self._answered.emit(token, agent_answers(self.port, timeout=timeout)),
+            name="agent-check", daemon=True).start()
 
     def _on_answered(self, token: int, answers: bool) -> None:
         then = self._pending.pop(token, None)
