@@ -174,5 +174,56 @@ def build(cluster: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
     return list(nodes.values()), edges
 
 
+def _shape(cluster: dict[str, Any]) -> tuple:
+    """What the pairing and numbering of edges depend on: who reports which links (ids,
+    peers, addresses, interfaces) and which addresses each node's interfaces own."""
+    return (cluster.get("self"), tuple(
+        (snap["node"]["id"],
+         tuple([(i.get("name"), tuple(i.get("addresses", ())))
+                for i in snap.get("interfaces", [])]),
+         tuple([(lk["id"], lk.get("peer_id"), lk["peer_address"], lk.get("local_interface"),
+                 lk.get("peer_name")) for lk in snap.get("links", [])]))
+        for snap in cluster.get("nodes", [])))
+
+
+class GraphCache:
+    """`build` for a view that comes every second. While the cluster's shape is the one
+    of the last view (the same nodes reporting the same links over the same interfaces),
+    which ends pair into an edge and how parallel edges are numbered are taken from last
+    time: only the links' numbers (and the nodes' reachability) are read again."""
+
+    def __init__(self) -> None:
+        self._shape: tuple | None = None
+        #: per edge: key, a, b, (node, link) index of primary and reverse, index, count, ids
+        self._plan: list[tuple] = []
+        self._unknown: list[Node] = []  # peers known only from links
+
+    def build(self, cluster: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
+        shape = _shape(cluster)
+        snaps = cluster.get("nodes", [])
+        if shape != self._shape:
+            nodes, edges = build(cluster)
+            where = {id(lk): (n, i) for n, snap in enumerate(snaps)
+                     for i, lk in enumerate(snap.get("links", []))}
+            self._plan = [(e.key, e.a, e.b, where[id(e.primary)],
+                           None if e.reverse is None else where[id(e.reverse)],
+                           e.index, e.count, e.link_ids) for e in edges]
+            self._unknown = [n for n in nodes if not n.known]
+            self._shape = shape
+            return nodes, edges
+        self_id = cluster.get("self")
+        known: dict[str, Node] = {}
+        for snap in snaps:
+            nid = snap["node"]["id"]
+            if nid not in known:
+                known[nid] = Node(nid, snap["node"]["name"], nid == self_id, True,
+                                  bool(snap.get("reachable", True)), snap.get("age_s"))
+        links = [snap.get("links", []) for snap in snaps]
+        edges = [Edge(key, a, b, links[p[0]][p[1]], None if r is None else links[r[0]][r[1]],
+                      index, count, ids)
+                 for key, a, b, p, r, index, count, ids in self._plan]
+        return [*known.values(), *self._unknown], edges
+
+
 def find_edge(edges: list[Edge], link_id: str) -> Edge | None:
     return next((e for e in edges if link_id in e.link_ids), None)

@@ -154,6 +154,7 @@ class TopologyView(pg.PlotWidget):
         self._badges: dict[str, pg.TextItem] = {}
 
         # -- model --------------------------------------------------------------------
+        self._graphs = topology.GraphCache()  # for views given without their graph
         self._nodes: list[Node] = []
         self._edges: list[Edge] = []
         self._ifaces: dict[str, linkwords.Ifaces] = {}
@@ -198,7 +199,7 @@ class TopologyView(pg.PlotWidget):
         caller has built it already). Positions only change when the set of nodes does;
         of the edges only what changed is set again: the geometry when the set of links
         changes, a colour's batch when an edge joins or leaves it."""
-        nodes, edges = graph if graph is not None else topology.build(cluster)
+        nodes, edges = graph if graph is not None else self._graphs.build(cluster)
         self._nodes, self._edges = nodes, edges
         self._ifaces = {n["node"]["id"]: linkwords.node_interfaces(n)
                         for n in cluster.get("nodes", [])}

@@ -39,6 +39,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("exotray — cluster network")
         self.cluster: dict[str, Any] | None = None
         self.edges: list[topology.Edge] = []
+        self._graphs = topology.GraphCache()
         self.link_id: str | None = None
         self.range_s = 600
         self._syncing = False
@@ -128,7 +129,7 @@ class MainWindow(QMainWindow):
         if cluster is None:
             self.summary.setText("The local exotray agent does not answer.")
             return
-        nodes, self.edges = graph = topology.build(cluster)  # once, for all the views
+        nodes, self.edges = graph = self._graphs.build(cluster)  # once, for all the views
         self.topology.set_cluster(cluster, graph)
         self.table.set_cluster(cluster, nodes)
         n = len(cluster.get("nodes", []))
