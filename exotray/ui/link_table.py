@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import html
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +59,7 @@ _ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _NUMBERS = frozenset((RTT, JITTER, LOSS, RX, TX, UTIL, CAPACITY))
 _ROOT = QModelIndex()  # the table's (invisible) parent of every row
 _TEXTS = tuple(c for c in range(len(COLUMNS)) if c not in _NUMBERS)
+_text_part = operator.itemgetter(*_TEXTS)
 
 
 def exo_present(cluster: dict[str, Any] | None) -> bool:
@@ -124,17 +126,24 @@ class _Row:
 
 
 def _values(node_name: str, lk: dict[str, Any], ifaces: linkwords.Ifaces,
-            names: dict[str, str]) -> tuple:
-    """A link's raw values, one per column (a cell changes exactly when its value does)."""
+            names: dict[str, str], words: dict[tuple, tuple[str, str]]) -> tuple:
+    """A link's raw values, one per column (a cell changes exactly when its value does).
+    `words`: the node's "Via" and "Traffic of" texts by interface (its links share a
+    few interfaces: each pair is worked out once per view)."""
     get = lk.get
-    peer = get("peer_name") or names.get(get("peer_id")) or lk["peer_address"]
+    addr = lk["peer_address"]
+    peer = get("peer_name") or names.get(get("peer_id")) or addr
     cap = get("capacity_bytes_per_s")
     cap = cap if cap and cap > 0 else None
     util = get("utilization") if cap is not None else None
-    return (node_name, (peer, lk["peer_address"]), linkwords.via(lk, ifaces),
-            get("rtt_ms"), get("jitter_ms"), get("loss"), linkwords.traffic_of(lk, ifaces),
-            get("rx_bytes_per_s"), get("tx_bytes_per_s"), util, cap, lk["state"],
-            exo_cell(lk))
+    carrier = (get("local_interface"), get("local_label"), get("member_interface"))
+    texts = words.get(carrier)
+    if texts is None:
+        texts = words[carrier] = (linkwords.via(lk, ifaces), linkwords.traffic_of(lk, ifaces))
+    exo = exo_cell(lk) if get("exo_instances") or get("rdma") else ""
+    return (node_name, (peer, addr), texts[0], get("rtt_ms"), get("jitter_ms"), get("loss"),
+            texts[1], get("rx_bytes_per_s"), get("tx_bytes_per_s"), util, cap, lk["state"],
+            exo)
 
 
 def _sort_key(c: int, v: Any) -> Any:
@@ -257,8 +266,9 @@ class LinkModel(QAbstractTableModel):
         for node in (cluster or {}).get("nodes", []):
             ifaces = linkwords.node_interfaces(node)
             name = node["node"]["name"]
+            words: dict[tuple, tuple[str, str]] = {}
             for lk in node.get("links", []):
-                fresh[lk["id"]] = (_values(name, lk, ifaces, names), lk, ifaces)
+                fresh[lk["id"]] = (_values(name, lk, ifaces, names, words), lk, ifaces)
         rows_changed = fresh.keys() != self._by_id.keys()
         if rows_changed:
             self._remove([i for i, r in enumerate(self.rows) if r.id not in fresh])
@@ -276,9 +286,10 @@ class LinkModel(QAbstractTableModel):
             changed.append(i)
             if c_sort >= 0 and old[c_sort] != vals[c_sort]:
                 resort = True
-            for c in _TEXTS:  # texts may need a wider column; numbers never do
-                if old[c] != vals[c]:
-                    changed_text.setdefault(c, set()).add(vals[c])
+            if _text_part(old) != _text_part(vals):  # may need a wider column
+                for c in _TEXTS:
+                    if old[c] != vals[c]:
+                        changed_text.setdefault(c, set()).add(vals[c])
         if rows_changed:  # after the changed rows' indexes are told (they stay valid)
             added = [_Row(lid, *new) for lid, new in fresh.items() if lid not in self._by_id]
             if added:
@@ -286,9 +297,9 @@ class LinkModel(QAbstractTableModel):
                 self.beginInsertRows(QModelIndex(), n, n + len(added) - 1)
                 self.rows.extend(added)
                 self.endInsertRows()
-        # the base order follows the view's (a node's links may come in a new order)
-        known = {r.id: r for r in self.rows}
-        self._by_id = {lid: known[lid] for lid in fresh}
+        if rows_changed:  # the base order follows the view's
+            known = {r.id: r for r in self.rows}
+            self._by_id = {lid: known[lid] for lid in fresh}
         last = len(COLUMNS) - 1
         start = prev = None
         for i in changed:  # one dataChanged per run of adjacent changed rows
