@@ -51,6 +51,7 @@ class AgentClient(QObject):
         self._jobs: queue.Queue[tuple[int, str, str, Any] | None] = queue.Queue()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._http: LocalHttp | None = None  # the worker's connection
         self._next_id = 0
         self._callbacks: dict[int, Callable[[Any, str | None], None]] = {}
         self._after: int | None = None
@@ -69,8 +70,13 @@ class AgentClient(QObject):
             self._thread.start()
 
     def stop(self) -> None:
+        """Stop the worker; a request it is waiting on (a capacity test takes seconds)
+        is cut short rather than waited for."""
         self._stop.set()
         self._jobs.put(None)
+        http = self._http
+        if http is not None:
+            http.abort()
         if self._thread is not None:
             self._thread.join(5)
             self._thread = None
@@ -135,6 +141,7 @@ class AgentClient(QObject):
     # -- worker thread ----------------------------------------------------------------
     def _run(self) -> None:
         with LocalHttp(self.host, self.port, connect_timeout=1.0, timeout=3.0) as http:
+            self._http = http
             while not self._stop.is_set():
                 self._poll(http)
                 try:

@@ -9,6 +9,7 @@ Not thread-safe: one owner (the client's worker thread, or one check at a time).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -35,11 +36,22 @@ class LocalHttp:
         self.connect_timeout = connect_timeout
         self.timeout = timeout
         self._conn: http.client.HTTPConnection | None = None
+        self._aborted = False
 
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+    def abort(self) -> None:
+        """From another thread: make a request in flight fail now (its socket is shut
+        down) instead of waiting for its timeout."""
+        self._aborted = True
+        conn = self._conn
+        sock = conn.sock if conn is not None else None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def __enter__(self) -> LocalHttp:
         return self
@@ -68,7 +80,7 @@ class LocalHttp:
         except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
             # A kept-alive connection the server closed meanwhile: once more, afresh.
             self.close()
-            if not reused:
+            if not reused or self._aborted:
                 raise
             return self._send(method, path, body, hdrs, timeout)
         except BaseException:
@@ -77,6 +89,8 @@ class LocalHttp:
 
     def _send(self, method: str, path: str, body: bytes | None, headers: dict[str, str],
               timeout: float | None) -> Response:
+        if self._aborted:
+            raise ConnectionAbortedError("stopped")
         if self._conn is None:
             conn = http.client.HTTPConnection(self.host, self.port,
                                               timeout=self.connect_timeout)

@@ -84,3 +84,25 @@ def test_module_sources_read_by_pyside_are_not_kept(tmp_path, monkeypatch):
         assert lean.forget_module_sources()  # a second call changes nothing
     finally:
         sys.modules.pop("xt_lean_probe", None)
+
+
+def test_stopping_the_client_cuts_a_request_in_flight_short(qtbot, tmp_path):
+    """Quit while a request waits on an agent that does not answer (a capacity test
+    takes seconds): stop() does not wait for the request's timeout."""
+    import socket
+
+    from exotray.ui.client import AgentClient
+
+    silent = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody answers
+    client = AgentClient(silent.getsockname()[1], tmp_path, interval=60)
+    errors = []
+    try:
+        client.start()
+        client.request("GET", "/v1/slow", done=lambda r, e: errors.append(e), timeout=60)
+        qtbot.waitUntil(lambda: client._http is not None and client._http._conn is not None,
+                        timeout=5000)
+        thread = client._thread
+        client.stop()  # joins for at most 5 s; the request's timeout is 60 s
+        assert not thread.is_alive()
+    finally:
+        silent.close()
