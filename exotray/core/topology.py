@@ -190,12 +190,16 @@ class GraphCache:
     """`build` for a view that comes every second. While the cluster's shape is the one
     of the last view (the same nodes reporting the same links over the same interfaces),
     which ends pair into an edge and how parallel edges are numbered are taken from last
-    time: only the links' numbers (and the nodes' reachability) are read again."""
+    time: only the links' numbers (and the nodes' reachability) are read again.
+
+    The Edge objects are kept too and updated in place by the next `build` (the lists
+    returned are new): the map and the table hold only the latest view's."""
 
     def __init__(self) -> None:
         self._shape: tuple | None = None
-        #: per edge: key, a, b, (node, link) index of primary and reverse, index, count, ids
-        self._plan: list[tuple] = []
+        self._edges: list[Edge] = []
+        #: per edge: the (node, link) indexes of its primary and reverse ends in the view
+        self._where: list[tuple[tuple[int, int], tuple[int, int] | None]] = []
         self._unknown: list[Node] = []  # peers known only from links
 
     def build(self, cluster: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
@@ -205,12 +209,13 @@ class GraphCache:
             nodes, edges = build(cluster)
             where = {id(lk): (n, i) for n, snap in enumerate(snaps)
                      for i, lk in enumerate(snap.get("links", []))}
-            self._plan = [(e.key, e.a, e.b, where[id(e.primary)],
-                           None if e.reverse is None else where[id(e.reverse)],
-                           e.index, e.count, e.link_ids) for e in edges]
+            self._where = [(where[id(e.primary)],
+                            None if e.reverse is None else where[id(e.reverse)])
+                           for e in edges]
+            self._edges = edges
             self._unknown = [n for n in nodes if not n.known]
             self._shape = shape
-            return nodes, edges
+            return nodes, list(edges)
         self_id = cluster.get("self")
         known: dict[str, Node] = {}
         for snap in snaps:
@@ -219,10 +224,22 @@ class GraphCache:
                 known[nid] = Node(nid, snap["node"]["name"], nid == self_id, True,
                                   bool(snap.get("reachable", True)), snap.get("age_s"))
         links = [snap.get("links", []) for snap in snaps]
-        edges = [Edge(key, a, b, links[p[0]][p[1]], None if r is None else links[r[0]][r[1]],
-                      index, count, ids)
-                 for key, a, b, p, r, index, count, ids in self._plan]
-        return [*known.values(), *self._unknown], edges
+        rank = _STATE_RANK
+        for e, (p, r) in zip(self._edges, self._where, strict=True):
+            # Edge.__init__'s state and utilization, inline: this is the per-second path
+            primary = links[p[0]][p[1]]
+            state, util = primary["state"], primary.get("utilization")
+            reverse = None
+            if r is not None:
+                reverse = links[r[0]][r[1]]
+                other = reverse["state"]
+                if rank.get(other, 2) > rank.get(state, 2):
+                    state = other
+                u = reverse.get("utilization")
+                if u is not None and (util is None or u > util):
+                    util = u
+            e.primary, e.reverse, e.state, e.utilization = primary, reverse, state, util
+        return [*known.values(), *self._unknown], list(self._edges)
 
 
 def find_edge(edges: list[Edge], link_id: str) -> Edge | None:
