@@ -5,9 +5,14 @@ What it measures
       every other over one interface, shaped like a /v1/cluster view), the time of
       ``topology.build`` alone, of the first ``set_cluster`` + forced repaint
       (``widget.grab()``), and of an update (same nodes, new numbers) + forced repaint.
+    * MainWindow (map + link table + status line, what the tray app does every second):
+      the same first draw and update, for the same meshes (the table has one row per
+      link: 4032 at 64 nodes).
     * LinkDetails: ``set_history`` with one hour (3600 points) + ``flush()`` (setData) +
       forced repaint, and one ``append`` + flush + repaint on a full buffer.
-    Median (and max) of --runs runs, in milliseconds. Runs offscreen (QT_QPA_PLATFORM is
+    Median (and max) of --runs runs, in milliseconds; "update CPU" is the GUI thread's
+    CPU time for the update (time.thread_time: less moved by other processes on a shared
+    machine than the wall time). Runs offscreen (QT_QPA_PLATFORM is
     set to "offscreen" unless already set). No network is used.
 
 How to run (from the repository root, with exotray[gui] installed)
@@ -25,6 +30,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -100,6 +106,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--sizes", default="8,64,128", help="mesh sizes (nodes)")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--results", default="gui_redraw",
+                    help="name of the JSON in bench/results (e.g. gui_redraw_main for a run "
+                         "of another checkout's exotray on PYTHONPATH)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
@@ -108,10 +117,11 @@ def main() -> None:
     from exotray.core import topology
     from exotray.ui.link_view import LinkDetails
     from exotray.ui.topology_view import TopologyView
+    from exotray.ui.window import MainWindow
 
     app = QApplication.instance() or QApplication([])
     rows: list[list[str]] = []
-    results: dict[str, Any] = {"machine": machine_info(), "runs": args.runs, "topology": [],
+    results: dict[str, Any] = {"machine": machine_info(), "runs": args.runs, "topology": [], "window": [],
                                "link_details": {}}
 
     def stat(xs: list[float]) -> str:
@@ -122,27 +132,34 @@ def main() -> None:
         clusters = [mesh_cluster(n, seed) for seed in range(args.runs + 1)]
         edges = len(topology.build(clusters[0])[1])
         build_ms = timed(lambda c=clusters[0]: topology.build(c), args.runs)
-        first: list[float] = []
-        update: list[float] = []
-        for r in range(args.runs):
-            view = TopologyView()
-            view.resize(1000, 650)
-            view.show()
-            app.processEvents()
-            t = time.perf_counter()
-            view.set_cluster(clusters[0])
-            view.grab()
-            first.append((time.perf_counter() - t) * 1000)
-            t = time.perf_counter()
-            view.set_cluster(clusters[r + 1])
-            view.grab()
-            update.append((time.perf_counter() - t) * 1000)
-            view.close()
-            view.deleteLater()
-            app.processEvents()
-        rows.append([f"topology {n} nodes", str(edges), stat(build_ms), stat(first), stat(update)])
-        results["topology"].append({"nodes": n, "edges": edges, "build_ms": build_ms,
-                                    "first_ms": first, "update_ms": update})
+        for what, make, size in (("topology", TopologyView, (1000, 650)),
+                                 ("window", lambda: MainWindow(None), (1280, 820))):
+            first: list[float] = []
+            update: list[float] = []
+            update_cpu: list[float] = []
+            for r in range(args.runs):
+                view = make()
+                view.resize(*size)
+                view.show()
+                app.processEvents()
+                t = time.perf_counter()
+                view.set_cluster(clusters[0])
+                view.grab()
+                first.append((time.perf_counter() - t) * 1000)
+                t, c = time.perf_counter(), time.thread_time()
+                view.set_cluster(clusters[r + 1])
+                view.grab()
+                update.append((time.perf_counter() - t) * 1000)
+                update_cpu.append((time.thread_time() - c) * 1000)
+                view.close()
+                view.deleteLater()
+                app.processEvents()
+            rows.append([f"{what} {n} nodes", str(edges),
+                         stat(build_ms) if what == "topology" else "–", stat(first),
+                         stat(update), stat(update_cpu)])
+            results[what].append({"nodes": n, "edges": edges, "build_ms": build_ms,
+                                  "first_ms": first, "update_ms": update,
+                                  "update_cpu_ms": update_cpu})
 
     print("link details, 3600 points…", file=sys.stderr)
     w = LinkDetails()
@@ -166,16 +183,20 @@ def main() -> None:
         w.flush()
         w.grab()
         step.append((time.perf_counter() - t) * 1000)
-    rows.append(["link details set_history 3600 pts", "–", "–", stat(full), "–"])
-    rows.append(["link details append 1 pt (3600 kept)", "–", "–", "–", stat(step)])
+    rows.append(["link details set_history 3600 pts", "–", "–", stat(full), "–", "–"])
+    rows.append(["link details append 1 pt (3600 kept)", "–", "–", "–", stat(step), "–"])
     results["link_details"] = {"points": 3600, "set_history_ms": full, "append_ms": step}
 
-    print(md_table(["case", "edges", "build ms", "first draw ms", "update ms"], rows))
+    print(md_table(["case", "edges", "build ms", "first draw ms", "update ms",
+                    "update CPU ms"], rows))
     print()
     print(machine_line(results["machine"]))
-    print(f"median (max) of {args.runs} runs; draw = set_* + widget.grab() at 1000x650 / "
-          "1000x520, offscreen raster")
-    path = write_json("gui_redraw", results)
+    import exotray
+
+    print(f"median (max) of {args.runs} runs; draw = set_* + widget.grab() at 1000x650 "
+          "(topology), 1280x820 (window), 1000x520 (details), offscreen raster; "
+          f"exotray from {Path(exotray.__file__).parent}")
+    path = write_json(args.results, results)
     print(f"wrote {path}", file=sys.stderr)
 
 

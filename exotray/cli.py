@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import math
@@ -152,6 +151,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
     config_file = Path(args.config) if args.config else default_config_path()
     try:
+        import asyncio  # here, not at the top: the tray app never needs it (nor ssl)
+
         return asyncio.run(run(settings, config_file))
     except ClusterKeyError as e:
         # 1, not EXIT_CONFIG: the file to fix is the key file, which the tray app does
@@ -349,9 +350,13 @@ def cmd_prometheus_sd(args: argparse.Namespace) -> int:
 
 
 def _gui_missing() -> str | None:
+    import importlib.util
+
     try:
-        import pyqtgraph  # noqa: F401
         import PySide6.QtWidgets  # noqa: F401
+        # Looked up, not imported: pyqtgraph and numpy (~45 MiB) load with the window.
+        if importlib.util.find_spec("pyqtgraph") is None:
+            raise ImportError(name="pyqtgraph")
     except ImportError as e:
         return (f"exotray: the tray app cannot load its GUI ({e.name} is missing from this "
                 "install): reinstall exotray (pip install --force-reinstall exotray). On a "
@@ -374,6 +379,9 @@ def cmd_tray(args: argparse.Namespace) -> int:
         if problem is not None:
             print(problem, file=sys.stderr)
             return 2
+    from exotray.ui.lean import forget_module_sources
+
+    forget_module_sources()  # before the app's imports (~12 MiB of source lines)
     from exotray.ui.app import main as tray_main
 
     agent_args = ["--no-mdns"] if args.no_mdns else []

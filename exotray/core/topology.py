@@ -12,7 +12,7 @@ Plain data in, plain data out: no Qt, no clock.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 _STATE_RANK = {"up": 0, "saturated": 1, "down": 2}
@@ -29,37 +29,68 @@ class Node:
     age_s: float | None
 
 
-@dataclass(frozen=True)
+def _known_utilization(link: dict[str, Any]) -> float | None:
+    """A link end's utilization, None where its RDMA traffic is not counted."""
+    return None if link.get("rdma") == "not_counted" else link.get("utilization")
+
+
 class Edge:
-    #: stable identity: the sorted link ids of both ends
-    key: str
-    a: str
-    b: str
-    #: the link as seen from `a` (the node earliest in the cluster view that reports it)
-    primary: dict[str, Any]
-    #: the same link as seen from `b`, if b reports it
-    reverse: dict[str, Any] | None
-    #: 0..count-1 among the edges between a and b
-    index: int = 0
-    count: int = 1
-    link_ids: tuple[str, ...] = field(default=())
+    """One link as one or two ends. Built once per cluster view (`build`), for the map,
+    the table and the window alike; its state and utilization are worked out once."""
 
-    @property
-    def state(self) -> str:
-        states = [self.primary["state"]] + ([self.reverse["state"]] if self.reverse else [])
-        return max(states, key=lambda s: _STATE_RANK.get(s, 2))
+    __slots__ = (
+        "a",
+        "b",
+        "count",
+        "index",
+        "key",
+        "link_ids",
+        "primary",
+        "reverse",
+        "state",
+        "utilization",
+    )
 
-    @property
-    def utilization(self) -> float | None:
-        # an end whose RDMA traffic is not counted (macOS JACCL) knows only its IP part:
-        # unknown, so the edge is not drawn as an idle one
-        values = [
-            lk.get("utilization")
-            for lk in (self.primary, self.reverse)
-            if lk is not None and lk.get("utilization") is not None
-            and lk.get("rdma") != "not_counted"
-        ]
-        return max(values) if values else None
+    def __init__(self, key: str, a: str, b: str, primary: dict[str, Any],
+                 reverse: dict[str, Any] | None, index: int = 0, count: int = 1,
+                 link_ids: tuple[str, ...] = ()) -> None:
+        #: stable identity: the sorted link ids of both ends
+        self.key = key
+        self.a = a
+        self.b = b
+        #: the link as seen from `a` (the node earliest in the cluster view that reports it)
+        self.primary = primary
+        #: the same link as seen from `b`, if b reports it
+        self.reverse = reverse
+        #: 0..count-1 among the edges between a and b
+        self.index = index
+        self.count = count
+        self.link_ids = link_ids
+        #: the worse end's state
+        state = primary["state"]
+        #: the busier end's utilization (None when neither end knows it; an end whose
+        #: RDMA traffic is not counted, macOS JACCL, knows only its IP part: unknown, so
+        #: the edge is not drawn as an idle one)
+        util = _known_utilization(primary)
+        if reverse is not None:
+            other = reverse["state"]
+            if _STATE_RANK.get(other, 2) > _STATE_RANK.get(state, 2):
+                state = other
+            u = _known_utilization(reverse)
+            if u is not None and (util is None or u > util):
+                util = u
+        self.state: str = state
+        self.utilization: float | None = util
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Edge):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Edge({self.key!r}, {self.a!r} -> {self.b!r}, {self.state})"
 
     @property
     def rtt_ms(self) -> float | None:
@@ -106,38 +137,116 @@ def build(cluster: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
             idx[(lk.get("peer_id"), lk.get("local_interface"))].append(lk)
         back[nid] = idx
 
-    used: set[tuple[str, str]] = set()  # (node id, link id) already part of an edge
-    edges: list[Edge] = []
+    used: set[int] = set()  # id() of the links already part of an edge
+    found: list[tuple[str, str, dict[str, Any], dict[str, Any] | None, str, tuple]] = []
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for snap in cluster.get("nodes", []):
         a = snap["node"]["id"]
         for link in snap.get("links", []):
-            if (a, link["id"]) in used:
+            if id(link) in used:
                 continue
-            b = _peer_node_id(link)
+            b = link.get("peer_id") or f"addr:{link['peer_address']}"
             if b not in nodes:
                 nodes[b] = Node(b, link.get("peer_name") or link["peer_address"], False,
                                 False, False, None)
             reverse = None
-            b_iface = owner.get(b, {}).get(link["peer_address"])
+            b_owner = owner.get(b)
+            b_iface = b_owner.get(link["peer_address"]) if b_owner else None
             if b_iface is not None:
-                reverse = next((o for o in back[b].get((a, b_iface), [])
-                                if (b, o["id"]) not in used), None)
-            used.add((a, link["id"]))
-            if reverse is not None:
-                used.add((b, reverse["id"]))
-            ids = tuple(sorted([link["id"]] + ([reverse["id"]] if reverse else [])))
-            edges.append(Edge("+".join(ids), a, b, link, reverse, link_ids=ids))
+                for o in back[b].get((a, b_iface), ()):
+                    if id(o) not in used:
+                        reverse = o
+                        used.add(id(o))
+                        break
+            lid = link["id"]
+            if reverse is None:
+                ids: tuple[str, ...] = (lid,)
+            else:
+                rid = reverse["id"]
+                ids = (lid, rid) if lid <= rid else (rid, lid)
+            groups[(a, b) if a <= b else (b, a)].append(len(found))
+            found.append((a, b, link, reverse, "+".join(ids), ids))
 
-    # Number parallel edges per unordered pair, in a stable order.
-    groups: dict[frozenset[str], list[int]] = defaultdict(list)
-    for i, e in enumerate(edges):
-        groups[frozenset((e.a, e.b))].append(i)
-    for idx_list in groups.values():
-        idx_list.sort(key=lambda i: edges[i].key)
-        for n, i in enumerate(idx_list):
-            e = edges[i]
-            edges[i] = Edge(e.key, e.a, e.b, e.primary, e.reverse, n, len(idx_list), e.link_ids)
+    # Number parallel edges per unordered pair, in a stable order (by key).
+    number: dict[int, tuple[int, int]] = {}
+    for members in groups.values():
+        if len(members) > 1:
+            members.sort(key=lambda i: found[i][4])
+            for n, i in enumerate(members):
+                number[i] = (n, len(members))
+    edges = []
+    for i, (a, b, link, reverse, key, ids) in enumerate(found):
+        n, count = number.get(i, (0, 1))
+        edges.append(Edge(key, a, b, link, reverse, n, count, ids))
     return list(nodes.values()), edges
+
+
+def _shape(cluster: dict[str, Any]) -> tuple:
+    """What the pairing and numbering of edges depend on: who reports which links (ids,
+    peers, addresses, interfaces) and which addresses each node's interfaces own."""
+    return (cluster.get("self"), tuple(
+        (snap["node"]["id"],
+         tuple([(i.get("name"), tuple(i.get("addresses", ())))
+                for i in snap.get("interfaces", [])]),
+         tuple([(lk["id"], lk.get("peer_id"), lk["peer_address"], lk.get("local_interface"),
+                 lk.get("peer_name")) for lk in snap.get("links", [])]))
+        for snap in cluster.get("nodes", [])))
+
+
+class GraphCache:
+    """`build` for a view that comes every second. While the cluster's shape is the one
+    of the last view (the same nodes reporting the same links over the same interfaces),
+    which ends pair into an edge and how parallel edges are numbered are taken from last
+    time: only the links' numbers (and the nodes' reachability) are read again.
+
+    The Edge objects are kept too and updated in place by the next `build` (the lists
+    returned are new): the map and the table hold only the latest view's."""
+
+    def __init__(self) -> None:
+        self._shape: tuple | None = None
+        self._edges: list[Edge] = []
+        #: per edge: the (node, link) indexes of its primary and reverse ends in the view
+        self._where: list[tuple[tuple[int, int], tuple[int, int] | None]] = []
+        self._unknown: list[Node] = []  # peers known only from links
+
+    def build(self, cluster: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
+        shape = _shape(cluster)
+        snaps = cluster.get("nodes", [])
+        if shape != self._shape:
+            nodes, edges = build(cluster)
+            where = {id(lk): (n, i) for n, snap in enumerate(snaps)
+                     for i, lk in enumerate(snap.get("links", []))}
+            self._where = [(where[id(e.primary)],
+                            None if e.reverse is None else where[id(e.reverse)])
+                           for e in edges]
+            self._edges = edges
+            self._unknown = [n for n in nodes if not n.known]
+            self._shape = shape
+            return nodes, list(edges)
+        self_id = cluster.get("self")
+        known: dict[str, Node] = {}
+        for snap in snaps:
+            nid = snap["node"]["id"]
+            if nid not in known:
+                known[nid] = Node(nid, snap["node"]["name"], nid == self_id, True,
+                                  bool(snap.get("reachable", True)), snap.get("age_s"))
+        links = [snap.get("links", []) for snap in snaps]
+        rank = _STATE_RANK
+        for e, (p, r) in zip(self._edges, self._where, strict=True):
+            # Edge.__init__'s state and utilization, inline: this is the per-second path
+            primary = links[p[0]][p[1]]
+            state, util = primary["state"], _known_utilization(primary)
+            reverse = None
+            if r is not None:
+                reverse = links[r[0]][r[1]]
+                other = reverse["state"]
+                if rank.get(other, 2) > rank.get(state, 2):
+                    state = other
+                u = _known_utilization(reverse)
+                if u is not None and (util is None or u > util):
+                    util = u
+            e.primary, e.reverse, e.state, e.utilization = primary, reverse, state, util
+        return [*known.values(), *self._unknown], list(self._edges)
 
 
 def find_edge(edges: list[Edge], link_id: str) -> Edge | None:

@@ -1,6 +1,7 @@
 """The tray app's view of its local agent: HTTP polling off the GUI thread.
 
-One worker thread owns an httpx.Client and, each interval, fetches /v1/cluster and
+One worker thread owns a connection to the agent (localhttp: the standard library's
+http.client, kept alive) and, each interval, fetches /v1/cluster and
 new /v1/events; requests from the GUI (history, settings, pause) are queued to the same
 thread. Results come back as Qt signals, delivered on the GUI thread. The GUI never
 blocks on the network.
@@ -20,10 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 from PySide6.QtCore import QObject, Signal
 
 from exotray.core.paths import read_token
+from exotray.ui.localhttp import Error as HttpError
+from exotray.ui.localhttp import LocalHttp
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +44,14 @@ class AgentClient(QObject):
                  host: str = "127.0.0.1", parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.port = port
+        self.host = host
         self.base = f"http://{host}:{port}"
         self.state_dir = state_dir
         self.interval = interval
         self._jobs: queue.Queue[tuple[int, str, str, Any] | None] = queue.Queue()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._http: LocalHttp | None = None  # the worker's connection
         self._next_id = 0
         self._callbacks: dict[int, Callable[[Any, str | None], None]] = {}
         self._after: int | None = None
@@ -66,8 +70,13 @@ class AgentClient(QObject):
             self._thread.start()
 
     def stop(self) -> None:
+        """Stop the worker; a request it is waiting on (a capacity test takes seconds)
+        is cut short rather than waited for."""
         self._stop.set()
         self._jobs.put(None)
+        http = self._http
+        if http is not None:
+            http.abort()
         if self._thread is not None:
             self._thread.join(5)
             self._thread = None
@@ -138,8 +147,8 @@ class AgentClient(QObject):
 
     # -- worker thread ----------------------------------------------------------------
     def _run(self) -> None:
-        with httpx.Client(base_url=self.base, timeout=httpx.Timeout(3.0, connect=1.0),
-                          trust_env=False) as http:
+        with LocalHttp(self.host, self.port, connect_timeout=1.0, timeout=3.0) as http:
+            self._http = http
             while not self._stop.is_set():
                 self._poll(http)
                 try:
@@ -155,21 +164,23 @@ class AgentClient(QObject):
                 if job is None and self._stop.is_set():
                     break
 
-    def _poll(self, http: httpx.Client) -> None:
+    def _poll(self, http: LocalHttp) -> None:
         try:
             r = http.get("/v1/cluster")
-            r.raise_for_status()
+            if r.status_code != 200:
+                raise ValueError(f"HTTP {r.status_code}")
             cluster = r.json()
-        except (httpx.HTTPError, ValueError):
+        except HttpError:
             self._after = None  # re-attach: do not replay old events after a restart
             self._publish(None)
             return
         self._publish(cluster)
         try:
             r = http.get("/v1/events", params={"after": self._after or 0})
-            r.raise_for_status()
+            if r.status_code != 200:
+                raise ValueError(f"HTTP {r.status_code}")
             data = r.json()
-        except (httpx.HTTPError, ValueError):
+        except HttpError:
             return
         if self._after is None:
             self._after = data["last_seq"]  # attach: only what happens from now on
@@ -180,7 +191,7 @@ class AgentClient(QObject):
         elif data["last_seq"] < self._after:
             self._after = data["last_seq"]  # the agent restarted
 
-    def _do(self, http: httpx.Client, job: tuple[int, str, str, Any]) -> None:
+    def _do(self, http: LocalHttp, job: tuple[int, str, str, Any]) -> None:
         rid, method, path, (body, control, timeout, params) = job
         headers = {}
         if control:
@@ -190,12 +201,19 @@ class AgentClient(QObject):
                 return
             headers["authorization"] = f"Bearer {token}"
         try:
-            r = http.request(method, path, json=body, headers=headers, timeout=timeout,
+            r = http.request(method, path, json_body=body, headers=headers, timeout=timeout,
                              params=params)
             data = r.json()
             if r.status_code >= 400:
                 self.replied.emit(rid, None, data.get("error") or f"HTTP {r.status_code}")
                 return
             self.replied.emit(rid, data, None)
-        except (httpx.HTTPError, ValueError) as e:
-            self.replied.emit(rid, None, str(e) or type(e).__name__)
+        except HttpError as e:
+            self.replied.emit(rid, None, _why(e))
+
+
+def _why(e: BaseException) -> str:
+    """One line for a failed request: "timed out", "[Errno 111] Connection refused"…"""
+    if isinstance(e, TimeoutError):
+        return "timed out"
+    return str(e) or type(e).__name__

@@ -1,39 +1,65 @@
 """The window's link table: one sortable row per link of every node, updated in place
 (selection and sort survive a new cluster view), with what each cell rests on in its
-tooltip. MainWindow (window.py) owns one and keeps its selection in step with the rest."""
+tooltip. MainWindow (window.py) owns one and keeps its selection in step with the rest.
+
+Built for a big cluster's view every second (64 nodes: 4032 rows): the rows live in a
+Python model (LinkModel) that keeps each link's raw values, compares them with the new
+view's and tells the view which rows changed (one dataChanged per run of changed rows);
+cell texts are formatted when a cell is drawn, tooltips when one is asked for; the
+model sorts itself (a layout change only when the order moved). Columns are sized in
+Python: text columns to their widest text, number columns to the widest text their
+format can produce, so they never jump with the numbers and Qt never measures rows.
+"""
 
 from __future__ import annotations
 
 import functools
 import html
+import operator
+from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QEvent, QSortFilterProxyModel, Qt
-from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QEvent,
+    QModelIndex,
+    QPersistentModelIndex,
+    Qt,
+)
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView, QWidget
 
 from exotray.core import fmt
+from exotray.core.topology import Node
 from exotray.ui import linkwords
 
 LINK_ID = Qt.ItemDataRole.UserRole + 1
 SORT = Qt.ItemDataRole.UserRole + 2
-COLUMNS = ("From", "To", "Via", "RTT", "Jitter", "Loss", "Iface RX", "Iface TX", "Utilization",
-           "Capacity", "State", "exo")
-VIA, RX, TX, CAPACITY, EXO = 2, 6, 7, 9, 11
+COLUMNS = ("From", "To", "Via", "RTT", "Jitter", "Loss", "Traffic of", "Iface RX",
+           "Iface TX", "Utilization", "Capacity", "State", "exo")
+(FROM, TO, VIA, RTT, JITTER, LOSS, OWNER, RX, TX, UTIL, CAPACITY, STATE,
+ EXO) = range(len(COLUMNS))
 #: header tooltips
 HEADER_TIPS = {
+    OWNER: "Whose traffic the RX and TX columns show: the local interface that carries "
+           "the link, or the bridge's cable (member port) that reaches the peer",
     RX: "Received by the local interface that carries the link: all of its traffic, "
         "not only this link's",
     TX: "Sent by the local interface that carries the link: all of its traffic, "
         "not only this link's",
-    8: "The busier direction of the interface's traffic, of the link's capacity "
-       "(– while the capacity is unknown)",
+    UTIL: "The busier direction of the interface's traffic, of the link's capacity "
+          "(– while the capacity is unknown)",
     CAPACITY: "The link's capacity, in the rates' unit (its link speed in the "
               "cell's tooltip)",
     EXO: "The exo models whose inference traffic this node sends over the link (shown "
          "while a local exo answers)",
 }
 RDMA_WORDS = {"counted": "RDMA counted", "not_counted": "RDMA not counted"}
+_STATE_RANK = {"down": 2, "saturated": 1, "up": 0}
+_ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+_NUMBERS = frozenset((RTT, JITTER, LOSS, RX, TX, UTIL, CAPACITY))
+_ROOT = QModelIndex()  # the table's (invisible) parent of every row
+_TEXTS = tuple(c for c in range(len(COLUMNS)) if c not in _NUMBERS)
+_text_part = operator.itemgetter(*_TEXTS)
 
 
 def exo_present(cluster: dict[str, Any] | None) -> bool:
@@ -47,12 +73,15 @@ def exo_present(cluster: dict[str, Any] | None) -> bool:
 
 def exo_cell(link: dict[str, Any]) -> str:
     """"Llama-3.3-70B-Instruct-4bit (jaccl) · RDMA not counted"; "" when none."""
+    instances, rdma_note = link.get("exo_instances"), link.get("rdma")
+    if not instances and not rdma_note:
+        return ""
     parts = []
-    for inst in link.get("exo_instances") or []:
+    for inst in instances or []:
         model = str(inst.get("model") or "?")
         parts.append(f"{model.rsplit('/', 1)[-1] or model} ({inst.get('backend')})")
     text = ", ".join(parts)
-    rdma = RDMA_WORDS.get(link.get("rdma") or "")
+    rdma = RDMA_WORDS.get(rdma_note or "")
     if rdma and (state := linkwords.rdma_state(link)):
         rdma += f" ({state})"
     return f"{text} · {rdma}" if text and rdma else text or rdma or ""
@@ -64,42 +93,6 @@ _capacity_cached = functools.lru_cache(maxsize=1024)(lambda cap, _units: fmt.cap
 
 def _capacity_text(cap: float | None) -> str:
     return _capacity_cached(cap, fmt.units())
-
-
-def _rows(cluster: dict[str, Any] | None) -> list[tuple[str, list[tuple[str, Any]]]]:
-    """(link id, [(text, sort key) per column]) for every link of every node."""
-    out = []
-    if not cluster:
-        return out
-    names = {n["node"]["id"]: n["node"]["name"] for n in cluster.get("nodes", [])}
-    for node in cluster.get("nodes", []):
-        ifaces = linkwords.node_interfaces(node)
-        for lk in node.get("links", []):
-            peer = lk.get("peer_name") or names.get(lk.get("peer_id")) or lk["peer_address"]
-            via = linkwords.via(lk, ifaces)
-            rate_key = max(lk.get("rx_bytes_per_s") or 0, 0)
-            cap = lk.get("capacity_bytes_per_s")
-            cap = cap if cap and cap > 0 else None
-            out.append((lk["id"], [
-                (node["node"]["name"], node["node"]["name"]),
-                (f"{peer} ({lk['peer_address']})", peer),
-                (via, via),
-                (fmt.ms(lk.get("rtt_ms")), lk.get("rtt_ms") if lk.get("rtt_ms") is not None
-                 else float("inf")),
-                (fmt.ms(lk.get("jitter_ms")), lk.get("jitter_ms") or 0.0),
-                (fmt.percent(lk.get("loss")), lk.get("loss") or 0.0),
-                (fmt.rate(lk.get("rx_bytes_per_s")), rate_key),
-                (fmt.rate(lk.get("tx_bytes_per_s")), lk.get("tx_bytes_per_s") or 0.0),
-                (f"IP {fmt.utilization(lk.get('utilization'), cap)}"
-                 if lk.get("rdma") == "not_counted" and cap  # RDMA not in it: a lower bound
-                 else fmt.utilization(lk.get("utilization"), cap),
-                 lk.get("utilization") if lk.get("utilization") is not None and cap
-                 else -1.0),
-                (_capacity_text(cap), cap if cap is not None else -1.0),
-                (lk["state"], {"down": 2, "saturated": 1, "up": 0}.get(lk["state"], 3)),
-                (exo_cell(lk), exo_cell(lk)),
-            ]))
-    return out
 
 
 def plain_tip(text: str) -> str:
@@ -117,121 +110,358 @@ def _tips(link: dict[str, Any], ifaces: linkwords.Ifaces) -> dict[int, str]:
     cap = link.get("capacity_bytes_per_s")
     capacity = (f"{fmt.bit_rate(cap)} ({linkwords.capacity_words(link, ifaces)})"
                 if cap and cap > 0 else "Unknown: set it in Preferences, or Measure capacity")
-    return {RX: plain_tip(traffic), TX: plain_tip(traffic), CAPACITY: capacity}
+    tip = plain_tip(traffic)
+    return {OWNER: tip, RX: tip, TX: tip, CAPACITY: capacity}
+
+
+class _Row:
+    """One link: what its cells show (`vals`, one raw value per column; texts are made
+    from them when drawn) and the link itself, for its tooltips."""
+
+    __slots__ = ("id", "ifaces", "link", "texts", "vals")
+
+    def __init__(self, link_id: str, vals: tuple, link: dict[str, Any],
+                 ifaces: linkwords.Ifaces) -> None:
+        self.id = link_id
+        self.vals = vals
+        self.texts: list[str] | None = None
+        self.link = link
+        self.ifaces = ifaces
+
+
+def _values(node_name: str, lk: dict[str, Any], ifaces: linkwords.Ifaces,
+            names: dict[str, str], words: dict[tuple, tuple[str, str]]) -> tuple:
+    """A link's raw values, one per column (a cell changes exactly when its value does).
+    `words`: the node's "Via" and "Traffic of" texts by interface (its links share a
+    few interfaces: each pair is worked out once per view)."""
+    get = lk.get
+    addr = lk["peer_address"]
+    peer = get("peer_name") or names.get(get("peer_id")) or addr
+    cap = get("capacity_bytes_per_s")
+    cap = cap if cap and cap > 0 else None
+    util = get("utilization") if cap is not None else None
+    if util is not None and get("rdma") == "not_counted":
+        util = ("IP", util)  # RDMA not in it: the IP part, a lower bound ("IP 3 %")
+    carrier = (get("local_interface"), get("local_label"), get("member_interface"))
+    texts = words.get(carrier)
+    if texts is None:
+        texts = words[carrier] = (linkwords.via(lk, ifaces), linkwords.traffic_of(lk, ifaces))
+    exo = exo_cell(lk) if get("exo_instances") or get("rdma") else ""
+    return (node_name, (peer, addr), texts[0], get("rtt_ms"), get("jitter_ms"), get("loss"),
+            texts[1], get("rx_bytes_per_s"), get("tx_bytes_per_s"), util, cap, lk["state"],
+            exo)
+
+
+def _sort_key(c: int, v: Any) -> Any:
+    if c == TO:
+        return v[0]
+    if c == STATE:
+        return _STATE_RANK.get(v, 3)
+    if c in _NUMBERS:
+        if v is None:  # unknown sorts below every number (RTT: above, as the slowest)
+            return float("inf") if c == RTT else -1.0
+        if isinstance(v, tuple):  # ("IP", utilization): its number
+            v = v[1]
+        return max(v, 0.0) if c in (RX, TX) else v
+    return v
+
+
+class LinkModel(QAbstractTableModel):
+    """Rows of links in display order, sorted by `sort_column` / `sort_order`."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.rows: list[_Row] = []
+        self._by_id: dict[str, _Row] = {}
+        self.sort_column = FROM
+        self.sort_order = Qt.SortOrder.AscendingOrder
+        #: how numbers read (a units preference may replace them); see `formatters`
+        self.rate: Callable[[float | None], str] = fmt.rate
+        self.ms: Callable[[float | None], str] = fmt.ms
+
+    # -- what a cell shows ------------------------------------------------------------
+    def text(self, c: int, v: Any) -> str:
+        if c == TO:
+            return f"{v[0]} ({v[1]})"
+        if c in (RTT, JITTER):
+            return self.ms(v)
+        if c == LOSS:
+            return fmt.percent(v)
+        if c in (RX, TX):
+            return self.rate(v)
+        if c == UTIL:
+            if isinstance(v, tuple):
+                return f"{v[0]} {fmt.utilization(v[1], 1.0)}"
+            return fmt.utilization(v, 1.0 if v is not None else None)
+        if c == CAPACITY:
+            return _capacity_text(v)
+        return v
+
+    def _texts(self, row: _Row) -> list[str]:
+        if row.texts is None:
+            row.texts = [self.text(c, v) for c, v in enumerate(row.vals)]
+        return row.texts
+
+    # -- Qt's model API ---------------------------------------------------------------
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def data(self, index: QModelIndex | QPersistentModelIndex,
+             role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row, c = self.rows[index.row()], index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._texts(row)[c]
+        if role == LINK_ID:
+            return row.id
+        if role == SORT:
+            return _sort_key(c, row.vals[c])
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return _tips(row.link, row.ifaces).get(c)
+        if role == Qt.ItemDataRole.TextAlignmentRole and c in _NUMBERS:
+            return _ALIGN_RIGHT
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(COLUMNS):
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return HEADER_TIPS.get(section)
+        return None
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        self.sort_column, self.sort_order = column, order
+        self._reorder()
+
+    # -- updates ----------------------------------------------------------------------
+    def _sorted(self, rows: list[_Row]) -> list[_Row]:
+        c = self.sort_column
+        if not 0 <= c < len(COLUMNS):
+            return rows
+        return sorted(rows, key=lambda r: _sort_key(c, r.vals[c]),
+                      reverse=self.sort_order == Qt.SortOrder.DescendingOrder)
+
+    def _reorder(self) -> None:
+        """Sort the rows; a layout change (selection follows its rows) only when the
+        order moved."""
+        new = self._sorted(self._base())
+        if new == self.rows:
+            return
+        self.layoutAboutToBeChanged.emit()
+        where = {r.id: i for i, r in enumerate(new)}
+        old = self.persistentIndexList()
+        self.changePersistentIndexList(
+            old, [self.index(where[self.rows[i.row()].id], i.column()) for i in old])
+        self.rows = new
+        self.layoutChanged.emit()
+
+    def _base(self) -> list[_Row]:
+        """The rows in the cluster view's order (what a sort starts from: ties keep it)."""
+        return list(self._by_id.values())
+
+    def update(self, cluster: dict[str, Any] | None,
+               nodes: list[Node] | None = None) -> tuple[bool, dict[int, set[Any]]]:
+        """Take a new cluster view. Returns (whether the row set changed, the new values
+        of changed text cells by column), for the table's column widths."""
+        names = ({n.id: n.name for n in nodes} if nodes is not None else
+                 {n["node"]["id"]: n["node"]["name"] for n in (cluster or {}).get("nodes", [])})
+        fresh: dict[str, tuple[tuple, dict[str, Any], linkwords.Ifaces]] = {}
+        for node in (cluster or {}).get("nodes", []):
+            ifaces = linkwords.node_interfaces(node)
+            name = node["node"]["name"]
+            words: dict[tuple, tuple[str, str]] = {}
+            for lk in node.get("links", []):
+                fresh[lk["id"]] = (_values(name, lk, ifaces, names, words), lk, ifaces)
+        rows_changed = fresh.keys() != self._by_id.keys()
+        if rows_changed:
+            self._remove([i for i, r in enumerate(self.rows) if r.id not in fresh])
+        changed_text: dict[int, set[Any]] = {}
+        changed: list[int] = []  # indexes in display order
+        resort = False
+        c_sort = self.sort_column if self.sort_column < len(COLUMNS) else -1
+        for i, row in enumerate(self.rows):
+            # (every row left is in the view) tooltips read the latest link
+            vals, row.link, row.ifaces = fresh[row.id]
+            old = row.vals
+            if vals == old:
+                continue
+            row.vals, row.texts = vals, None
+            changed.append(i)
+            if c_sort >= 0 and old[c_sort] != vals[c_sort]:
+                resort = True
+            if _text_part(old) != _text_part(vals):  # may need a wider column
+                for c in _TEXTS:
+                    if old[c] != vals[c]:
+                        changed_text.setdefault(c, set()).add(vals[c])
+        if rows_changed:  # after the changed rows' indexes are told (they stay valid)
+            added = [_Row(lid, *new) for lid, new in fresh.items() if lid not in self._by_id]
+            if added:
+                n = len(self.rows)
+                self.beginInsertRows(QModelIndex(), n, n + len(added) - 1)
+                self.rows.extend(added)
+                self.endInsertRows()
+        if rows_changed:  # the base order follows the view's
+            known = {r.id: r for r in self.rows}
+            self._by_id = {lid: known[lid] for lid in fresh}
+        last = len(COLUMNS) - 1
+        start = prev = None
+        for i in changed:  # one dataChanged per run of adjacent changed rows
+            if start is None:
+                start = prev = i
+            elif i == prev + 1:
+                prev = i
+            else:
+                self.dataChanged.emit(self.index(start, 0), self.index(prev, last))
+                start = prev = i
+        if start is not None:
+            self.dataChanged.emit(self.index(start, 0), self.index(prev, last))
+        if resort or rows_changed:
+            self._reorder()
+        return rows_changed, changed_text
+
+    def _remove(self, gone: list[int]) -> None:
+        """Remove the rows at these display indexes (ascending), a run at a time from
+        the bottom, so that the other indexes stay valid."""
+        runs: list[list[int]] = []
+        for i in gone:
+            if runs and runs[-1][1] == i - 1:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i])
+        for first, last in reversed(runs):
+            self.beginRemoveRows(QModelIndex(), first, last)
+            del self.rows[first:last + 1]
+            self.endRemoveRows()
+
+    def row_of(self, link_id: str) -> int | None:
+        row = self._by_id.get(link_id)
+        return None if row is None else self.rows.index(row)
+
+    def link(self, link_id: str) -> dict[str, Any] | None:
+        row = self._by_id.get(link_id)
+        return None if row is None else row.link
+
+    def values(self, c: int) -> set[Any]:
+        return {r.vals[c] for r in self.rows}
+
+
+#: the numbers each number column's format can produce at its widest (so its column
+#: never needs to grow with the numbers)
+_WIDEST_SAMPLES: dict[int, tuple[Any, ...]] = {
+    RTT: (None, 0.88, 88.8, 8888.0),
+    JITTER: (None, 0.88, 88.8, 8888.0),
+    LOSS: (None, 1.0),
+    RX: (None, 888.0, 88.8e3, 888e3, 88.8e6, 888e6, 88.8e9, 888e9),
+    TX: (None, 888.0, 88.8e3, 888e3, 88.8e6, 888e6, 88.8e9, 888e9),
+    UTIL: (None, 0.001, 8.88),
+    CAPACITY: (None, 8.88e3, 888e3, 88.8e6, 888e6, 8.88e9, 888e9),
+}
 
 
 class LinkTable(QTableView):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.source = QStandardItemModel(0, len(COLUMNS), self)
-        self.source.setHorizontalHeaderLabels(list(COLUMNS))
-        self.proxy = QSortFilterProxyModel(self)
-        self.proxy.setSourceModel(self.source)
-        self.proxy.setSortRole(SORT)
-        self.setModel(self.proxy)
+        self.links = LinkModel(self)
+        #: the model, by the names the item model and its sorting proxy had
+        self.source = self.proxy = self.links
+        self.setModel(self.links)
         self.setSortingEnabled(True)
-        self.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+        self.sortByColumn(FROM, Qt.SortOrder.AscendingOrder)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.verticalHeader().hide()
-        for c, tip in HEADER_TIPS.items():
-            self.source.horizontalHeaderItem(c).setToolTip(tip)
         self.setColumnHidden(EXO, True)  # until a local exo answers (exo_present)
-        # Sized to the contents when rows come or go, and widened when a changed cell's
-        # text no longer fits, never per cell: ResizeToContents re-measures a whole
-        # column per changed cell. No stretched last column: the space right of the
-        # columns stays empty rather than making "State" 600 px wide.
+        # No stretched last column: the space right of the columns stays empty rather
+        # than making "State" 600 px wide. Widths are set in Python (_fit).
         self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.horizontalHeader().setStretchLastSection(False)
         self.setWordWrap(False)  # "22.3 kB/s" on one line
         self.setAlternatingRowColors(True)
         self._measure_font()
+        self._fit(self.links.values(c) for c in range(len(COLUMNS)))
 
     def _measure_font(self) -> None:
-        """Text width in the cells' font (cached: rate texts repeat) and the margins a
-        cell adds to it, as the item delegate and the grid draw them."""
+        """Text width in the cells' font (cached: texts repeat) and the margins a cell
+        adds to it, as the item delegate and the grid draw them."""
         self._advance = functools.lru_cache(maxsize=8192)(
             self.fontMetrics().horizontalAdvance)
         margin = self.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self)
         self._pad = 2 * (margin + 1) + 1 + 4  # text margins, grid line, and some air
+        header = self.horizontalHeader()
+        style = header.style()
+        extra = (2 * style.pixelMetric(QStyle.PixelMetric.PM_HeaderMargin, None, header)
+                 + style.pixelMetric(QStyle.PixelMetric.PM_HeaderMarkSize, None, header) + 8)
+        hfm = header.fontMetrics()
+        self._header_w = [hfm.horizontalAdvance(t) + extra for t in COLUMNS]
 
     def changeEvent(self, event: QEvent) -> None:
         if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
             self._measure_font()
+            self._fit(self.links.values(c) for c in range(len(COLUMNS)))
         super().changeEvent(event)
 
-    def _widen(self, widest: dict[int, int]) -> None:
-        """Widen each column whose newly set widest text (its width in pixels) does not
-        fit (never narrow one: columns that jump back and forth are harder to read than
-        a little air)."""
-        for c, width in widest.items():
-            need = width + self._pad
+    def _need(self, c: int, values: Any) -> int:
+        """The width column `c` needs for these values."""
+        text = self.links.text
+        samples = _WIDEST_SAMPLES.get(c)
+        if samples is not None:
+            values = samples
+        widest = max((self._advance(text(c, v)) for v in values), default=0)
+        return max(widest + self._pad, self._header_w[c])
+
+    def _fit(self, values_by_column: Any) -> None:
+        """Every column to its content (narrower too: the rows changed)."""
+        for c, values in enumerate(values_by_column):
+            self.setColumnWidth(c, self._need(c, values))
+
+    def _widen(self, changed: dict[int, set[Any]]) -> None:
+        """Widen each column whose newly set text does not fit (never narrow one:
+        columns that jump back and forth are harder to read than a little air)."""
+        for c, values in changed.items():
+            need = self._need(c, values)
             if need > self.columnWidth(c):
                 self.setColumnWidth(c, need)
 
-    def set_cluster(self, cluster: dict[str, Any] | None) -> None:
-        """Update rows in place (keyed by link id), so selection and sorting survive."""
-        rows = dict(_rows(cluster))
+    def set_number_formats(self, rate: Callable[[float | None], str]) -> None:
+        """Show rates with another formatter: every cell again."""
+        self.links.rate = rate
+        self.restyle()
+
+    def restyle(self) -> None:
+        """Every cell's text again (fmt's units changed: the values did not, so an
+        update would find nothing to redraw)."""
+        for row in self.links.rows:
+            row.texts = None
+        if self.links.rows:
+            self.links.dataChanged.emit(self.links.index(0, 0),
+                                        self.links.index(len(self.links.rows) - 1,
+                                                         len(COLUMNS) - 1))
+        self._fit(self.links.values(c) for c in range(len(COLUMNS)))
+
+    def set_cluster(self, cluster: dict[str, Any] | None,
+                    nodes: list[Node] | None = None) -> None:
+        """Update rows in place (keyed by link id), so selection and sorting survive.
+        `nodes`: the cluster's graph's nodes when the caller built it (peer names)."""
         exo = exo_present(cluster)
         if self.isColumnHidden(EXO) == exo:  # the column only while exo is there
             self.setColumnHidden(EXO, not exo)
-        # filled when a row's tooltips change: link id -> (link, its node's interfaces)
-        links: dict[str, tuple[dict[str, Any], linkwords.Ifaces]] = {}
-
-        def link(link_id: str) -> tuple[dict[str, Any], linkwords.Ifaces]:
-            if not links:
-                for node in (cluster or {}).get("nodes", []):
-                    ifaces = linkwords.node_interfaces(node)
-                    links.update((lk["id"], (lk, ifaces)) for lk in node.get("links", []))
-            return links[link_id]
-
-        added = False
-        widest: dict[int, int] = {}  # column -> width of its widest changed text
-        advance = self._advance
-        gone = [r for r in range(self.source.rowCount())
-                if self.source.item(r, 0).data(LINK_ID) not in rows]
-        for r in reversed(gone):  # from the bottom, so the other indexes stay valid
-            self.source.removeRow(r)
-        existing = {self.source.item(r, 0).data(LINK_ID): r
-                    for r in range(self.source.rowCount())}
-        for link_id, cells in rows.items():
-            r = existing.get(link_id)
-            if r is None:
-                items = []
-                for text, key in cells:
-                    it = QStandardItem(text)
-                    it.setData(key, SORT)
-                    it.setData(link_id, LINK_ID)
-                    items.append(it)
-                for c, tip in _tips(*link(link_id)).items():
-                    items[c].setToolTip(tip)
-                self.source.appendRow(items)
-                added = True
-                continue
-            retip = False
-            for c, (text, key) in enumerate(cells):
-                it = self.source.item(r, c)
-                # Only what the user can see changes a cell: each change costs Qt a
-                # re-layout, and the sort key follows the text it belongs to.
-                if it.text() != text:
-                    it.setText(text)
-                    it.setData(key, SORT)
-                    retip = retip or c in (VIA, CAPACITY, EXO)
-                    w = advance(text)  # cached: mostly a dict hit
-                    if w > widest.get(c, 0):
-                        widest[c] = w
-            if retip:
-                for c, tip in _tips(*link(link_id)).items():
-                    self.source.item(r, c).setToolTip(tip)
-        if added or gone:
-            self.resizeColumnsToContents()
-        elif widest:
-            self._widen(widest)
+        rows_changed, changed = self.links.update(cluster, nodes)
+        if rows_changed:
+            self._fit(self.links.values(c) for c in range(len(COLUMNS)))
+        elif changed:
+            self._widen(changed)
 
     def link_ids(self) -> list[str]:
         """Link ids in the order shown (after sorting)."""
-        return [self.proxy.index(r, 0).data(LINK_ID) for r in range(self.proxy.rowCount())]
+        return [r.id for r in self.links.rows]
 
     def selected_link(self) -> str | None:
         rows = self.selectionModel().selectedRows()
@@ -241,8 +471,7 @@ class LinkTable(QTableView):
         if link_id is None:
             self.clearSelection()
             return
-        for r in range(self.proxy.rowCount()):
-            if self.proxy.index(r, 0).data(LINK_ID) == link_id:
-                self.selectRow(r)
-                self.scrollTo(self.proxy.index(r, 0))
-                return
+        r = self.links.row_of(link_id)
+        if r is not None:
+            self.selectRow(r)
+            self.scrollTo(self.links.index(r, 0))

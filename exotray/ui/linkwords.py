@@ -104,6 +104,19 @@ def rdma_words(link: dict[str, Any]) -> str:
             + (f" {state}." if state else ""))
 
 
+def traffic_of(link: dict[str, Any], ifaces: Ifaces) -> str:
+    """Whose traffic a link's rates are, in a few words (the table's "Traffic of"):
+    "en0 (interface)", "en3 (bridge cable)", "bridge0 (all ports)"; traffic_note says it
+    in full."""
+    name = link.get("local_interface") or "?"
+    member = link.get("member_interface")
+    if member:
+        return f"{member} (bridge cable)"
+    if (ifaces.get(name) or {}).get("members"):
+        return f"{name} (all ports)"
+    return f"{name} (interface)"
+
+
 def ago(stamp: str | None, now: Callable[[], float] = time.time) -> str | None:
     """"2 d ago" for an ISO-8601 time, None when there is none or it is unreadable."""
     if not stamp:

@@ -21,11 +21,11 @@ import sys
 import threading
 from pathlib import Path
 
-import httpx
 from PySide6.QtCore import QObject, QProcess, QTimer, Signal
 
 from exotray.core import paths
 from exotray.core.settings import EXIT_CONFIG
+from exotray.ui import localhttp
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +79,12 @@ def agent_command(args: list[str]) -> tuple[str, list[str]]:
 
 
 def agent_answers(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
+    """Whether an exotray agent answers on the port (blocks up to `timeout`: call it off
+    the GUI thread)."""
     try:
-        r = httpx.get(f"http://{host}:{port}/v1/snapshot", timeout=timeout, trust_env=False)
-        return r.status_code == 200 and r.json().get("schema") == 1
-    except (httpx.HTTPError, ValueError):
+        status, body = localhttp.get_json(host, port, "/v1/snapshot", timeout)
+        return status == 200 and isinstance(body, dict) and body.get("schema") == 1
+    except localhttp.Error:
         return False
 
 
@@ -112,6 +114,8 @@ class AgentSupervisor(QObject):
         self._healthy.timeout.connect(self._reset_backoff)
         self.problem: str | None = None
         self._checks = 0
+        #: how long the attach check waits for an answer (in its thread, never here)
+        self.check_timeout = 0.5
         self._pending: dict[int, object] = {}
         self._answered.connect(self._on_answered)
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
@@ -141,8 +145,10 @@ class AgentSupervisor(QObject):
         self._checks += 1
         token = self._checks
         self._pending[token] = then
-        threading.Thread(target=lambda: self._answered.emit(token, agent_answers(self.port)),
-                         name="agent-check", daemon=True).start()
+        timeout = self.check_timeout
+        threading.Thread(
+            target=lambda: self._answered.emit(token, agent_answers(self.port, timeout=timeout)),
+            name="agent-check", daemon=True).start()
 
     def _on_answered(self, token: int, answers: bool) -> None:
         then = self._pending.pop(token, None)

@@ -26,9 +26,9 @@ from typing import Any, Final
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QPointF, QSize, Qt, Signal
 from PySide6.QtGui import QCursor, QFont, QPen
-from PySide6.QtWidgets import QToolTip, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QToolTip, QWidget
 
 from exotray.core import fmt, topology
 from exotray.core.topology import Edge, Node
@@ -154,6 +154,7 @@ class TopologyView(pg.PlotWidget):
         self._badges: dict[str, pg.TextItem] = {}
 
         # -- model --------------------------------------------------------------------
+        self._graphs = topology.GraphCache()  # for views given without their graph
         self._nodes: list[Node] = []
         self._edges: list[Edge] = []
         self._ifaces: dict[str, linkwords.Ifaces] = {}
@@ -170,6 +171,7 @@ class TopologyView(pg.PlotWidget):
         self._edge_index: dict[str, int] = {}  # any link id -> index in self._edges
         self._kinds: list[str] = []
         self._style_sig: tuple[Any, ...] | None = None
+        self._members: dict[str, list[int]] = {}  # per drawing class: its edges' indexes
         self._selected_id: str | None = None
         self._hover: int | None = None
         self._hover_node: str | None = None
@@ -214,13 +216,16 @@ class TopologyView(pg.PlotWidget):
         self._node_sig = self._style_sig = None
         self._label_html.clear()
 
-    def set_cluster(self, cluster: dict[str, Any]) -> None:
-        """Show a /v1/cluster view. Positions only change when the set of nodes does."""
-        nodes, edges = topology.build(cluster)
+    def set_cluster(self, cluster: dict[str, Any],
+                    graph: tuple[list[Node], list[Edge]] | None = None) -> None:
+        """Show a /v1/cluster view (and its graph, `topology.build(cluster)`, when the
+        caller has built it already). Positions only change when the set of nodes does;
+        of the edges only what changed is set again: the geometry when the set of links
+        changes, a colour's batch when an edge joins or leaves it."""
+        nodes, edges = graph if graph is not None else self._graphs.build(cluster)
         self._nodes, self._edges = nodes, edges
         self._ifaces = {n["node"]["id"]: linkwords.node_interfaces(n)
                         for n in cluster.get("nodes", [])}
-        self._edge_index = {lid: i for i, e in enumerate(edges) for lid in e.link_ids}
         self._update_layout(nodes)
         self._update_nodes(nodes)
         self._update_geometry(edges)
@@ -370,9 +375,11 @@ class TopologyView(pg.PlotWidget):
                 self._vb.addItem(label, ignoreBounds=True)
                 self._labels[n.id] = label
             html = self._label_markup(n, compact=radial)
+            recache = False
             if html != self._label_html.get(n.id):
                 label.setHtml(html)
                 self._label_html[n.id] = html
+                recache = True
             geom = self._label_geometry(n.id, radial)
             if geom != self._label_geom.get(n.id):
                 self._label_geom[n.id] = geom
@@ -381,10 +388,25 @@ class TopologyView(pg.PlotWidget):
                 label.setAngle(angle)
                 label.setAnchor(anchor)
                 label.setPos(*pos)
+                recache = True
+            if recache:
+                self._cache_label(label)
         for nid in set(self._labels) - {n.id for n in nodes}:
             self._vb.removeItem(self._labels.pop(nid))
             self._label_html.pop(nid, None)
             self._label_geom.pop(nid, None)
+
+    def _cache_label(self, label: pg.TextItem) -> None:
+        """Keep a label's rendering in a pixmap: laying out and drawing 64 rich-text
+        (and, past 12 nodes, rotated) names was most of a repaint. The pixmap is made
+        at the screen's pixel ratio, so names stay sharp on HiDPI screens. (Item, not
+        device, coordinates: pyqtgraph sets the text's transform at every paint, which
+        would throw a device-coordinate cache away each time.)"""
+        text = label.textItem
+        rect = text.boundingRect()
+        dpr = max(1.0, self.devicePixelRatioF())
+        text.setCacheMode(QGraphicsItem.CacheMode.ItemCoordinateCache,
+                          QSize(math.ceil(rect.width() * dpr), math.ceil(rect.height() * dpr)))
 
     def _label_geometry(
         self, node_id: str, radial: bool
@@ -442,10 +464,13 @@ class TopologyView(pg.PlotWidget):
 
     # -- edges -------------------------------------------------------------------------
     def _update_geometry(self, edges: list[Edge]) -> None:
-        sig = tuple((e.key, e.a, e.b, e.index, e.count) for e in edges)
+        # An edge's key (its link ids) fixes its ends and its place among parallel
+        # edges; the layout fixes where the ends are.
+        sig = (self._pos_ids, tuple([e.key for e in edges]))
         if sig == self._geom_sig:
             return
         self._geom_sig = sig
+        self._edge_index = {lid: i for i, e in enumerate(edges) for lid in e.link_ids}
         n = len(edges)
         ctrl = np.zeros((n, 3, 2))
         curved = np.zeros(n, dtype=bool)
@@ -478,7 +503,9 @@ class TopologyView(pg.PlotWidget):
         self._style_sig = None
 
     def _update_exo(self) -> None:
-        idx = tuple(i for i, e in enumerate(self._edges) if topology_tips.edge_exo(e))
+        idx = tuple([i for i, e in enumerate(self._edges)
+                     if e.primary.get("exo_instances")
+                     or (e.reverse is not None and e.reverse.get("exo_instances"))])
         sig = (*idx, id(self._paths))
         if sig == self._exo_sig:
             return
@@ -499,24 +526,31 @@ class TopologyView(pg.PlotWidget):
         return pen
 
     def _restyle(self) -> None:
-        kinds = [theme.link_kind(e.state, e.utilization, self._threshold) for e in self._edges]
+        link_kind, threshold = theme.link_kind, self._threshold
+        kinds = [link_kind(e.state, e.utilization, threshold) for e in self._edges]
         self._kinds = kinds
         n = len(self._edges)
         width = 3.0 if n <= 60 else 1.5 if n <= 500 else 1.0
         alpha = 1.0 if n <= 500 else 0.55
-        sig = (tuple(kinds), width, alpha, self._geom_sig is not None and id(self._paths))
-        if sig == self._style_sig:
-            return
-        self._style_sig = sig
-        groups: dict[str, list[np.ndarray]] = {k: [] for k in KINDS}
-        for path, kind in zip(self._paths, kinds, strict=True):
-            groups[kind].append(path)
+        sig = (width, alpha, id(self._paths))
+        if sig != self._style_sig:  # new pens or new geometry: every batch again
+            self._style_sig = sig
+            self._members = {}
+            for kind, item in self._curves.items():
+                pen = self._edge_pen(kind, width, alpha)
+                if item.opts["pen"] != pen:
+                    item.setPen(pen)
+        groups: dict[str, list[int]] = {k: [] for k in KINDS}
+        for i, kind in enumerate(kinds):
+            groups[kind].append(i)
+        paths = self._paths
         for kind, item in self._curves.items():
-            pen = self._edge_pen(kind, width, alpha)
-            if item.opts["pen"] != pen:
-                item.setPen(pen)
-            if groups[kind]:
-                pts = np.concatenate(groups[kind])
+            members = groups[kind]
+            if self._members.get(kind) == members:
+                continue  # no edge joined or left this colour: its batch stays as it is
+            self._members[kind] = members
+            if members:
+                pts = np.concatenate([paths[i] for i in members])
                 item.setData(pts[:, 0], pts[:, 1], connect="finite")
             else:
                 item.setData([], [])

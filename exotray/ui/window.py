@@ -47,6 +47,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("exotray — cluster network")
         self.cluster: dict[str, Any] | None = None
         self.edges: list[topology.Edge] = []
+        self._graphs = topology.GraphCache()
         self.link_id: str | None = None
         self.range_s = 600
         self._syncing = False
@@ -157,9 +158,9 @@ class MainWindow(QMainWindow):
             self.timeline.self_name = cluster["nodes"][0]["node"].get("name") or "this node"
         if first:
             self.fetch_events()  # (again) after the agent did not answer
-        _nodes, self.edges = topology.build(cluster)
-        self.topology.set_cluster(cluster)
-        self.table.set_cluster(cluster)
+        nodes, self.edges = graph = self._graphs.build(cluster)  # once, for all the views
+        self.topology.set_cluster(cluster, graph)
+        self.table.set_cluster(cluster, nodes)
         n = len(cluster.get("nodes", []))
         self.summary.setText(
             f"{n} node{'s' if n != 1 else ''} · {len(self.edges)} link"
@@ -304,6 +305,7 @@ class MainWindow(QMainWindow):
         self.topology.restyle()
         self.details.restyle()
         self.timeline.restyle()
+        self.table.restyle()
         if self.cluster is not None:
             self.set_cluster(self.cluster)
 

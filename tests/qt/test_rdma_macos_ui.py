@@ -18,7 +18,7 @@ from exotray.agent.runtime import Agent
 from exotray.agent.sampler import NicInfo
 from exotray.core.settings import Settings
 from exotray.ui import linkwords
-from exotray.ui.link_table import EXO, LinkTable
+from exotray.ui.link_table import EXO, UTIL, LinkTable
 from exotray.ui.link_view import LinkDetails
 from exotray.ui.topology_view import TopologyView
 
@@ -92,10 +92,10 @@ def test_jaccl_link_on_a_mac_says_rdma_enabled_port_active_and_not_counted(qtbot
     qtbot.addWidget(table)
     table.set_cluster(cluster)
     assert not table.isColumnHidden(EXO)
-    assert table.source.item(0, 8).text() == "IP 0 %"
-    cell = table.source.item(0, EXO)
-    assert cell.text() == ("Llama-3.3-70B-Instruct-4bit (jaccl) · RDMA not counted "
-                           "(RDMA enabled · rdma_en3 PORT_ACTIVE)")
+    assert table.proxy.index(0, UTIL).data() == "IP 0 %"
+    assert table.proxy.index(0, EXO).data() == (
+        "Llama-3.3-70B-Instruct-4bit (jaccl) · RDMA not counted "
+        "(RDMA enabled · rdma_en3 PORT_ACTIVE)")
 
     topo = TopologyView()
     qtbot.addWidget(topo)

@@ -136,3 +136,34 @@ def test_start_never_blocks_the_gui_thread_on_the_network(qtbot, tmp_path, monke
     assert sup.state == "starting"  # had start() waited for the answer, it would be attached
     qtbot.waitUntil(lambda: sup.state == "attached", timeout=5000)
     sup.stop()
+
+
+def test_an_agent_that_never_answers_does_not_hold_up_the_event_loop(qtbot, tmp_path):
+    """Something listens on the agent's port and never answers (a hung agent): the
+    attach check waits for it in its thread while the GUI thread's timers keep firing."""
+    import socket
+
+    from PySide6.QtCore import QTimer
+
+    silent = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody answers
+    port = silent.getsockname()[1]
+    sup = AgentSupervisor(port, _args(tmp_path))
+    sup.check_timeout = 3.0
+    ticks_while_checking = []
+    timer = QTimer()
+    timer.setInterval(10)
+    timer.timeout.connect(lambda: sup._pending and ticks_while_checking.append(1))
+    timer.start()
+    try:
+        sup.start()
+        assert sup.state == "starting"
+        qtbot.waitUntil(lambda: len(ticks_while_checking) >= 20, timeout=2500)
+        assert sup._pending  # still waiting for an answer that does not come
+        sup.stop()  # before the check gives up: no agent of ours is started
+        timer.stop()
+        # the check's thread gives up and its answer is dropped: nothing is started
+        qtbot.waitUntil(lambda: not sup._pending, timeout=8000)
+        assert sup.proc is None and sup.state == "stopped"
+    finally:
+        timer.stop()
+        silent.close()

@@ -70,3 +70,30 @@ def test_unpaired_link_when_other_end_unknown():
 
 def test_empty():
     assert build({"self": "a", "nodes": []}) == ([], [])
+
+
+def test_graph_cache_reads_new_numbers_and_notices_a_new_shape():
+    import copy
+
+    from exotray.core.topology import GraphCache
+
+    cache = GraphCache()
+    assert cache.build(CLUSTER) == build(CLUSTER)
+    # new numbers, same shape: the same graph as a fresh build, with the new numbers
+    busier = copy.deepcopy(CLUSTER)
+    busier["nodes"][0]["links"][0].update(utilization=0.97, state="saturated")
+    busier["nodes"][1]["reachable"] = False
+    nodes, edges = cache.build(busier)
+    assert (nodes, edges) == build(busier)
+    tb = find_edge(edges, "a-tb")
+    assert tb.utilization == 0.97 and tb.state == "down"  # b's end is down
+    assert tb.primary is busier["nodes"][0]["links"][0]
+    assert not next(n for n in nodes if n.id == "b").reachable
+    # a new shape: C answers and reports its end of the Ethernet link to A
+    c = _node("c", "gpu-3", {"en0": ["10.0.0.3"]},
+              [_link("c-a", "a", "studio-1", "10.0.0.1", "en0")])
+    grown = copy.deepcopy(busier)
+    grown["nodes"][0]["links"][2]["peer_id"] = "c"
+    grown["nodes"].append(c)
+    assert cache.build(grown) == build(grown)
+    assert find_edge(cache.build(grown)[1], "c-a").link_ids == ("a-c", "c-a")
