@@ -1,17 +1,16 @@
 """StreamSharing: one long-lived connection per peer, a full snapshot then deltas
 (docs/design.md, "Stream sharing"; the bytes are in stream_wire.py).
 
-Serving: `GET /v1/stream?nonce=HEX` answers with frames. Once per interval one delta is
-built from this node's snapshot and encoded once for every subscriber (with a cluster
-key only the small signature differs per subscriber). Each subscriber has a bounded
-queue: one that does not read falls behind, is dropped, and resynchronises with a new
-full snapshot when it reconnects; the producer never waits for it.
+Serving: `GET /v1/stream?nonce=HEX&v=2` answers with frames: once per interval one delta
+built from this node's snapshot, encoded once for every subscriber (with a cluster key
+only the signature differs). A subscriber that does not read fills its bounded queue, is
+dropped and resyncs with a full snapshot when it reconnects; the producer never waits.
 
 Receiving: one task per peer follows its stream and writes the rebuilt, validated
-snapshot into the peer table as PollSharing does. A peer without /v1/stream (an agent of
-the previous protocol) is polled instead (PollSharing, for that peer only), and its
-stream tried again now and then. Any refused frame drops the connection, is counted and
-logged, and the next connection starts again from a full snapshot.
+snapshot into the peer table as PollSharing does. A peer without our /v1/stream (another
+protocol or version) is polled instead (PollSharing, that peer only), its stream tried
+again now and then. Any refused frame drops the connection, is counted and logged, and
+the next connection starts again from a full snapshot.
 """
 
 from __future__ import annotations
@@ -82,9 +81,9 @@ class Producer:
         self.closed = False
 
     def _build(self) -> tuple[W.State, float]:
-        snap = self._snapshot()
+        snap = self._snapshot()  # numbers held against what subscribers last got
         self.built_at = self.clock()
-        return W.split(snap), float(snap["data_age_s"])
+        return W.split(snap, self.state), float(snap["data_age_s"])
 
     def _frame(self, sub: _Sub, kind: bytes, body: bytes, digest: bytes | None) -> bytes:
         key = self._key()
@@ -155,9 +154,11 @@ class _Endpoint:
         self.producer = producer
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        nonce = (parse_qs(scope.get("query_string", b"").decode("latin-1"))
-                 .get("nonce", [""])[0])
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        nonce = query.get("nonce", [""])[0]
         status = 503 if self.producer.closed else 400 if not _NONCE.match(nonce) else 200
+        if status == 200 and query.get("v") != [W.VERSION]:
+            status = 404  # a follower of an earlier stream: it polls us instead
         if scope.get("method") != "GET":
             status = 405
         if status != 200:
@@ -304,8 +305,8 @@ class StreamSharing:
         except _NoStream:
             self.protocol[peer.key] = "poll"
             self._poll_until[peer.key] = self.clock() + NO_STREAM_RETRY_S
-            log.info("peer %s has no %s (an agent of the previous protocol): polling its "
-                     "snapshot", peer.name or peer.key, STREAM_PATH)
+            log.info("peer %s has no %s of ours (an agent of the previous protocol, or an "
+                     "earlier stream): polling its snapshot", peer.name or peer.key, STREAM_PATH)
             return None
         except (httpx.HTTPError, TimeoutError, OSError) as e:
             self.counters["fetch_errors"] += 1
@@ -333,8 +334,8 @@ class StreamSharing:
             client = self.clients.for_link(self.table.links.get(target))
             timeout = httpx.Timeout(None, connect=1.0, write=2.0, pool=2.0)  # quiet: below
             resp = await client.send(client.build_request(
-                "GET", f"http://{target[0]}:{target[1]}{STREAM_PATH}", params={"nonce": nonce},
-                timeout=timeout), stream=True)
+                "GET", f"http://{target[0]}:{target[1]}{STREAM_PATH}", timeout=timeout,
+                params={"nonce": nonce, "v": W.VERSION}), stream=True)
         loop, got = asyncio.get_running_loop(), False
         async with contextlib.aclosing(resp):
             if resp.status_code in (404, 405, 501):
@@ -385,15 +386,14 @@ class StreamSharing:
         peer.snapshot = snap
         peer.authenticated = self._key() is not None
         peer.snapshot_at = self.clock()
-        peer.reachable = True
-        peer.last_error = None
+        peer.reachable, peer.last_error = True, None
         self.protocol[peer.key] = "stream"
         self._poll_until.pop(peer.key, None)
         self.table.identified(peer, snap.node.id, snap.node.name)
 
 
 class _NoStream(Exception):
-    """The peer answers, but has no /v1/stream: an agent of the previous protocol."""
+    """The peer answers, but has no /v1/stream of our version: it is polled."""
 
 
 class _Unauthenticated(Exception):

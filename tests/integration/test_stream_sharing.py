@@ -204,7 +204,7 @@ def test_a_subscriber_that_never_reads_delays_nobody(streaming_pair):
             s = socket.socket()
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
             s.connect(("127.0.0.1", a.port))
-            s.sendall(b"GET /v1/stream?nonce=" + b"1" * 32 + b" HTTP/1.1\r\nhost: x\r\n\r\n")
+            s.sendall(b"GET /v1/stream?v=2&nonce=" + b"1" * 32 + b" HTTP/1.1\r\nhost: x\r\n\r\n")
             socks.append(s)  # and never read
         built0 = a.get("/v1/snapshot")["counters"]["stream_frames_built"]
         t0 = time.monotonic()
