@@ -118,9 +118,10 @@ _DERIVED = ("rx_bytes_per_s", "tx_bytes_per_s")
 
 
 def _hold(rec: dict, last: dict | None) -> dict:
-    if last is None:
-        return {k: quantize(k, v) for k, v in rec.items()}
-    return {k: held(k, v, last.get(k)) for k, v in rec.items()}
+    out = dict(rec)
+    for k in _RESOLVED.intersection(rec):  # (the other fields go as they are)
+        out[k] = quantize(k, rec[k]) if last is None else held(k, rec[k], last.get(k))
+    return out
 
 
 def split(snap: dict, last: State | None = None) -> State:
