@@ -229,7 +229,7 @@ def test_a_subscriber_that_never_reads_delays_nobody(streaming_pair):
 
 def test_poll_and_stream_agents_see_each_others_full_view(tmp_path):
     p1, p2 = free_port(), free_port()
-    a = AgentProc(tmp_path, "a", p1, [p2], "--interval", "0.5")  # the previous protocol
+    a = AgentProc(tmp_path, "a", p1, [p2], "--interval", "0.5", "--sharing", "poll")
     b = AgentProc(tmp_path, "b", p2, [p1], "--interval", "0.5", "--sharing", "stream")
     try:
         a.wait_ready()
