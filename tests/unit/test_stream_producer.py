@@ -10,7 +10,7 @@ import time
 from stream_frames import snapshot
 
 from exotray.agent import stream_wire as W
-from exotray.agent.sharing_stream import MAX_QUEUE, Producer, _Endpoint
+from exotray.agent.stream_serve import MAX_QUEUE, Producer, StreamEndpoint
 
 
 class _Node:
@@ -31,7 +31,7 @@ def _counters() -> dict[str, int]:
                            "stream_subscribers_dropped")}
 
 
-async def _subscribe(endpoint: _Endpoint, send, disconnect: asyncio.Event) -> asyncio.Task:
+async def _subscribe(endpoint: StreamEndpoint, send, disconnect: asyncio.Event) -> asyncio.Task:
     async def receive() -> dict:
         await disconnect.wait()
         return {"type": "http.disconnect"}
@@ -44,7 +44,7 @@ def test_a_subscriber_that_never_reads_is_dropped_and_the_producer_stays_on_time
     async def main() -> None:
         counters = _counters()
         producer = Producer(_Node(), lambda: None, time.monotonic, counters)
-        endpoint = _Endpoint(producer)
+        endpoint = StreamEndpoint(producer)
         stuck = asyncio.Event()  # never set: a peer that never reads
         reader_got: list[bytes] = []
 
@@ -88,7 +88,7 @@ def test_a_subscriber_that_never_reads_is_dropped_and_the_producer_stays_on_time
 def test_close_ends_every_subscriber():
     async def main() -> None:
         producer = Producer(_Node(), lambda: b"k" * 32, time.monotonic, _counters())
-        endpoint = _Endpoint(producer)
+        endpoint = StreamEndpoint(producer)
         sent: list[dict] = []
 
         async def send(message: dict) -> None:
@@ -115,7 +115,7 @@ def test_a_follower_of_another_stream_version_is_sent_to_polling():
     named interfaces instead of rates) gets 404, as an agent of the previous protocol
     would, so it polls /v1/snapshot: a full view, never links with stale rates."""
     async def main() -> None:
-        endpoint = _Endpoint(Producer(_Node(), lambda: None, time.monotonic, _counters()))
+        endpoint = StreamEndpoint(Producer(_Node(), lambda: None, time.monotonic, _counters()))
         for query in (b"nonce=" + b"0" * 32, b"v=1&nonce=" + b"0" * 32):
             sent: list[dict] = []
 
