@@ -110,6 +110,8 @@ class AgentGroup:
     def start(self, name: str, port: int, peer_ports: list[int]) -> Agent:
         state = self.root / name
         state.mkdir(parents=True, exist_ok=True)
+        config = state / "config.toml"  # its own: a settings change is saved there, and
+        config.touch()  # the user's config is neither read nor written
         cmd = [
             self.python,
             "-m",
@@ -124,6 +126,8 @@ class AgentGroup:
             "--no-mdns",
             "--state-dir",
             str(state),
+            "--config",
+            str(config),
         ]
         if self.interval is not None:
             cmd += ["--interval", str(self.interval)]

@@ -2,9 +2,11 @@
 
 What it measures (root; network namespaces, see bench/README.md)
     One lab (tests/lab/netlab.py) of 1 + max(P) hosts on one bridge, built once. For each
-    P in --peers (default 2,8,32,64) the script starts a hub agent in h1 whose `--peer`
-    list has P spokes, and one agent in each of h2 .. h(P+1) that lists only the hub
-    (`--peer`, `--no-mdns`: deterministic, no multicast). Interval 1 s (the default).
+    P in --peers (default 2,8,32,64), and each sharing protocol in --sharing (default
+    poll,stream: both, P by P, so each pair of rows is measured minutes apart at most) the
+    script starts a hub agent in h1 whose `--peer` list has P spokes, and one agent in
+    each of h2 .. h(P+1) that lists only the hub (`--peer`, `--no-mdns`: deterministic,
+    no multicast), every agent with `--sharing` of that row. Interval 1 s (the default).
     Once the hub shows P links up it waits --settle s (10), then over --seconds s (30)
     samples the hub process with psutil every second and reports:
 
@@ -14,8 +16,10 @@ What it measures (root; network namespaces, see bench/README.md)
       `requests_reflected`, x 82 B = 40 B probe + 28 B IPv4/UDP + 14 B Ethernet), and
       everything its veth transmitted (`/sys/class/net/<veth>/statistics/tx_bytes` inside
       its namespace; GSO/TSO are off in the lab, so these are frame bytes) — which also
-      holds the HTTP snapshots it serves to the P spokes and its own fetch requests;
-      rx of the veth likewise;
+      holds what it shares with the P spokes (polling: the snapshots it serves and its
+      own fetch requests; stream: its frames and its followers' requests); rx likewise;
+    * stream rows: the hub's frame bytes out and in per peer per second (its counters
+      `stream_bytes_out`, `stream_bytes_in`);
     * the hub's and one spoke's /v1/snapshot body size (read after the window);
     * per-spoke CPU % (mean and max over the spokes; all spokes share the machine).
 
@@ -26,10 +30,12 @@ What it measures (root; network namespaces, see bench/README.md)
 How to run (as root, from the repository root)
     flock /tmp/exotray-bench.lock .venv/bin/python bench/lab_scale.py
     flock /tmp/exotray-bench.lock .venv/bin/python bench/lab_scale.py --peers 8,16 --seconds 60
+    flock /tmp/exotray-bench.lock .venv/bin/python bench/lab_scale.py --sharing stream \
+        --tag q1 --net 100      # names xtq1..., addresses 10.213.100.0/24
 
 Output: Markdown on stdout, bench/results/lab_scale.json.
-Runtime with the defaults: about 4 min (65 namespaces, then per row start-up + 10 s +
-30 s; the 64-peer row takes longest to start).
+Runtime with the defaults: about 7 min (65 namespaces, then per row start-up + 10 s +
+30 s, 8 rows; the 64-peer rows take longest to start); about 4 min with one protocol.
 """
 
 from __future__ import annotations
@@ -49,15 +55,16 @@ MIB = 1024 * 1024
 PROBE_FRAME = 40 + 28 + 14  # probe payload + IPv4/UDP + Ethernet
 
 
-def run_row(lab: netlab.Lab, agents_tmp: Path, n: int, args: argparse.Namespace) -> dict:
+def run_row(lab: netlab.Lab, agents_tmp: Path, n: int, sharing: str,
+            args: argparse.Namespace) -> dict:
     hub_host, spokes_hosts = lab.hosts[0], lab.hosts[1 : n + 1]
-    agents = netlab.Agents(lab, agents_tmp / f"p{n}")
-    (agents_tmp / f"p{n}").mkdir()
+    agents = netlab.Agents(lab, agents_tmp / f"p{n}-{sharing}")
+    (agents_tmp / f"p{n}-{sharing}").mkdir()
     t_start = time.monotonic()
     try:
-        hub = agents.start(hub_host, name="hub", mdns=False,
+        hub = agents.start(hub_host, "--sharing", sharing, name="hub", mdns=False,
                            peers=[f"{h.addr}:{PORT}" for h in spokes_hosts])
-        spokes = [agents.start(h, name=f"s{i + 1}", mdns=False,
+        spokes = [agents.start(h, "--sharing", sharing, name=f"s{i + 1}", mdns=False,
                                peers=[f"{hub_host.addr}:{PORT}"])
                   for i, h in enumerate(spokes_hosts)]
 
@@ -112,6 +119,9 @@ def run_row(lab: netlab.Lab, agents_tmp: Path, n: int, args: argparse.Namespace)
         links = snap1["links"]
         return {
             "peers": n,
+            "sharing": sharing,
+            "stream_bytes_out_per_peer_per_s": rate("stream_bytes_out") / n,
+            "stream_bytes_in_per_peer_per_s": rate("stream_bytes_in") / n,
             "start_to_links_up_s": round(started_s, 2),
             "seconds": round(wall, 2),
             "hub_cpu_pct_one_core": 100.0 * (c1 - c0) / wall,
@@ -153,8 +163,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds after all links are up (10)")
     ap.add_argument("--start-timeout", type=float, default=30.0,
                     help="seconds for links to come up, plus 0.5 s per peer (30)")
+    ap.add_argument("--sharing", default="poll,stream",
+                    help="sharing protocols, comma-separated, each P in turn (poll,stream)")
+    ap.add_argument("--tag", default=None,
+                    help="lab names xt<TAG>... (a prefix of your own; random if not given)")
+    ap.add_argument("--net", type=int, default=None,
+                    help="lab addresses 10.213.<NET>.0/24 (random 100..198 if not given)")
     ap.add_argument("--name", default="lab_scale", help="results file name")
     args = ap.parse_args(argv)
+    protocols = [x.strip() for x in args.sharing.split(",") if x.strip()]
+    if not protocols or any(x not in ("poll", "stream") for x in protocols):
+        ap.error("--sharing: poll, stream or both (poll,stream)")
     try:
         counts = [int(x) for x in args.peers.split(",") if x.strip()]
     except ValueError:
@@ -170,30 +189,35 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="exotray-labbench-") as d:
         print(f"[lab_scale] building a lab of {1 + max(counts)} hosts ...", file=sys.stderr)
-        with netlab.Lab(1 + max(counts)) as lab:
+        with netlab.Lab(1 + max(counts), net=args.net, tag=args.tag) as lab:
             built_s = time.monotonic() - t_begin
             for n in counts:
-                print(f"[lab_scale] P={n}: starting {n + 1} agents ...", file=sys.stderr)
-                try:
-                    rows.append(run_row(lab, Path(d), n, args))
-                except Exception as e:  # a row that cannot start is reported, not fatal
-                    print(f"[lab_scale] P={n} failed: {e}", file=sys.stderr)
-                    rows.append({"peers": n, "error": str(e)[:2000]})
+                for sharing in protocols:
+                    print(f"[lab_scale] P={n} {sharing}: starting {n + 1} agents ...",
+                          file=sys.stderr)
+                    try:
+                        rows.append(run_row(lab, Path(d), n, sharing, args))
+                    except Exception as e:  # a row that cannot start is reported
+                        print(f"[lab_scale] P={n} {sharing} failed: {e}", file=sys.stderr)
+                        rows.append({"peers": n, "sharing": sharing, "error": str(e)[:2000]})
     total_s = time.monotonic() - t_begin
 
     def f(v: float | None, nd: int) -> str:
         return "–" if v is None else f"{v:.{nd}f}"
 
-    headers = ["P", "hub CPU %", "max 1 s", "RSS MiB med / max", "probe B/s/peer",
+    headers = ["P", "sharing", "hub CPU %", "max 1 s", "RSS MiB med / max", "probe B/s/peer",
                "reflect B/s/peer", "veth tx B/s/peer", "veth tx kB/s total", "veth rx B/s/peer",
-               "hub snapshot B", "spoke CPU % mean / max", "links up", "start s"]
+               "hub snapshot B", "stream out / in B/s/peer", "spoke CPU % mean / max",
+               "links up", "start s"]
     table = []
     for r in rows:
         if "error" in r:
-            table.append([r["peers"], "failed: see JSON", *[""] * (len(headers) - 2)])
+            table.append([r["peers"], r["sharing"], "failed: see JSON",
+                          *[""] * (len(headers) - 3)])
             continue
         table.append([
             r["peers"],
+            r["sharing"],
             f(r["hub_cpu_pct_one_core"], 2),
             f(r["hub_cpu_pct_max_sample"], 1),
             f"{r['hub_rss_mib_median']:.1f} / {r['hub_rss_mib_max']:.1f}",
@@ -203,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
             f(r["veth_tx_bytes_per_s"] / 1000, 1),
             f(r["veth_rx_bytes_per_peer_per_s"], 0),
             r["hub_snapshot_body_bytes"],
+            (f"{r['stream_bytes_out_per_peer_per_s']:.0f} / "
+             f"{r['stream_bytes_in_per_peer_per_s']:.0f}" if r["sharing"] == "stream" else "–"),
             f"{r['spoke_cpu_pct_mean']:.2f} / {r['spoke_cpu_pct_max']:.2f}",
             f"{r['links_up']}/{r['links']}",
             f(r["start_to_links_up_s"], 1),
@@ -213,8 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     print(md_table(headers, table))
     print("\nprobe / reflect = the hub's counters x 82 B (40 B payload + IPv4/UDP + "
           "Ethernet). veth tx = every frame the hub's interface sent: probes, replies to "
-          "the spokes' probes, its snapshot fetches, and the snapshots it serves to the P "
-          "spokes (each fetches the hub's /v1/snapshot once a second). Spokes: P agents "
+          "the spokes' probes, and its sharing: polling, its snapshot fetches and the "
+          "snapshots it serves to the P spokes (each fetches the hub's /v1/snapshot once a "
+          "second); stream, its frames to the P followers and its followers' requests; "
+          "stream out / in = the hub's frame bytes (counters). Spokes: P agents "
           f"with one link each, on the same {info['nproc']} CPUs. "
           f"Lab built in {built_s:.0f} s; whole run {total_s:.0f} s.")
     path = write_json(args.name, {

@@ -18,7 +18,14 @@ What it measures
         headers plus ~120 B of request — once per interval (the agent fetches every
         peer's snapshot once per interval);
     * stream only: frames built per second per agent (one per interval) and subscriber
-      drops (should be 0).
+      drops (should be 0);
+    * freshness: after the window, --changes times (10) agent n2 gets a new capacity for
+      "lo" through its control API (`PUT /v1/control/settings`, a random 0.2–1.2 s
+      apart, so changes fall anywhere in the interval; values of 3 significant digits in
+      B/s, so the stream's display resolution shows them exactly); the time from n2's own
+      /v1/snapshot showing it (it applies settings on its next sample) until n1's
+      /v1/cluster shows it for n2 (each read every 10 ms): median and max. The freshness
+      target is one interval + 0.5 s.
 
     Everything stays on 127.0.0.1. It measures and prints; it asserts nothing. The P
     agents share this machine's CPUs (and with anything else running on it).
@@ -33,9 +40,12 @@ Output: a Markdown table on stdout and bench/results/sharing_bytes.json.
 from __future__ import annotations
 
 import argparse
+import json
+import random
 import statistics
 import sys
 import time
+import urllib.request
 
 import psutil
 from _harness import (
@@ -73,6 +83,48 @@ def _complete(group: AgentGroup, n: int, timeout: float) -> None:
         time.sleep(0.2)
 
 
+def _put_json(url: str, obj: dict, token: str) -> None:
+    if not url.startswith("http://127.0.0.1:"):
+        raise ValueError(f"refusing non-loopback URL {url!r}")
+    req = urllib.request.Request(url, data=json.dumps(obj).encode(), method="PUT",
+                                 headers={"content-type": "application/json",
+                                          "authorization": f"Bearer {token}"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(req, timeout=5) as resp:
+        resp.read()
+
+
+def _lo_capacity(node: dict | None) -> float | None:
+    lo = [i for i in (node or {}).get("interfaces", []) if i["name"] == "lo"]
+    return lo[0]["capacity_bytes_per_s"] if lo else None
+
+
+def freshness(group: AgentGroup, changes: int, seed: int) -> list[float]:
+    """Seconds from a change on n2 to its appearance in n1's /v1/cluster, per change."""
+    src, dst = group.agents[1], group.agents[0]
+    token = (group.root / src.name / "control_token").read_text().strip()
+    rnd = random.Random(seed)
+    out = []
+    for i in range(changes):
+        time.sleep(rnd.uniform(0.2, 1.2))
+        mbit = 2000 + 400 * i  # 250, 300, 350 ... MB/s
+        _put_json(src.base + "/v1/control/settings", {"capacity": {"lo": mbit}}, token)
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline and \
+                _lo_capacity(src.snapshot()) != mbit * 125_000:
+            time.sleep(0.01)
+        t0 = time.monotonic()
+        deadline = t0 + 10.0
+        while time.monotonic() < deadline:  # bounded: a change not seen in 10 s is 10 s
+            nodes = get_json(dst.base + "/v1/cluster")["nodes"]
+            node = next((x for x in nodes if x["node"]["name"] == src.name), None)
+            if _lo_capacity(node) == mbit * 125_000:
+                break
+            time.sleep(0.01)
+        out.append(time.monotonic() - t0)
+    return out
+
+
 def run_row(n: int, protocol: str, args: argparse.Namespace) -> dict:
     group = AgentGroup(python=args.python, interval=args.interval,
                        extra_args=("--sharing", protocol))
@@ -104,8 +156,12 @@ def run_row(n: int, protocol: str, args: argparse.Namespace) -> dict:
             body, head = http_get(a.base + "/v1/snapshot")
             bodies.append(len(body))
             heads.append(head)
+        fresh = freshness(group, args.changes, seed=n) if args.changes else []
         row = {
             "peers": n, "protocol": protocol, "seconds": round(wall, 2),
+            "freshness_s": [round(x, 3) for x in fresh],
+            "freshness_median_s": statistics.median(fresh) if fresh else None,
+            "freshness_max_s": max(fresh) if fresh else None,
             "interval_s": interval,
             "cpu_pct_mean": statistics.fmean(cpu), "cpu_pct_max": max(cpu),
             "cpu_pct_each": [round(x, 2) for x in cpu],
@@ -140,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--settle", type=float, default=3.0, help="seconds after all see all (3)")
     ap.add_argument("--interval", type=float, default=None, help="agents' interval (1)")
     ap.add_argument("--start-timeout", type=float, default=40.0)
+    ap.add_argument("--changes", type=int, default=10,
+                    help="changes timed for freshness per row (10; 0: none)")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--name", default="sharing_bytes")
     args = ap.parse_args(argv)
@@ -152,9 +210,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[sharing_bytes] P={n} {protocol} ...", file=sys.stderr)
             rows.append(run_row(n, protocol, args))
     headers = ["P", "sharing", "CPU % mean (1 core)", "CPU % max", "B/s per peer (idle)",
-               "snapshot B", "errors", "dropped subs"]
+               "snapshot B", "change seen, median / max s", "errors", "dropped subs"]
     table = [[r["peers"], r["protocol"], f"{r['cpu_pct_mean']:.2f}", f"{r['cpu_pct_max']:.2f}",
               f"{r['bytes_per_peer_per_s']:.0f}", f"{r['snapshot_body_bytes']:.0f}",
+              (f"{r['freshness_median_s']:.2f} / {r['freshness_max_s']:.2f}"
+               if r["freshness_median_s"] is not None else "–"),
               r["fetch_errors"] + r["snapshots_rejected"],
               r.get("subscribers_dropped", "–")] for r in rows]
     info = machine_info()
@@ -164,7 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     print(md_table(headers, table))
     print("\nB/s per peer: bytes one agent receives from one peer per second. Poll: one "
           "/v1/snapshot (body + response headers + ~120 B request) per interval. Stream: "
-          "the agents' stream_bytes_in counter + ~7 B chunk framing per frame.")
+          "the agents' stream_bytes_in counter + ~7 B chunk framing per frame. Change "
+          f"seen: {args.changes} capacity changes on n2, from n2's own snapshot showing "
+          "it to n1's /v1/cluster showing it (each read every 10 ms).")
     path = write_json(args.name, {"benchmark": "sharing_bytes", "machine": info,
                                   "params": vars(args), "rows": rows})
     print(f"\nJSON: {path}", file=sys.stderr)

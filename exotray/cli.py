@@ -83,8 +83,9 @@ def _agent_parser(sub: argparse._SubParsersAction) -> None:
                    help="cluster key: snapshots and probes are authenticated (HMAC) and "
                         "peers without the key are refused")
     p.add_argument("--sharing", choices=SHARING,
-                   help="how peers share snapshots: poll (default) or stream (one "
-                        "connection per peer pushing deltas)")
+                   help="how peers share snapshots: stream (default: one connection per "
+                        "peer pushing what changed) or poll (the previous protocol: fetch "
+                        "each peer's snapshot every interval); the two interoperate")
     p.add_argument("--exo-url", metavar="URL",
                    help="the local exo node's API, to see which links exo uses "
                         "(default http://127.0.0.1:52415; \"\" = off)")

@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
@@ -25,7 +25,6 @@ from exotray.agent import links as linkstats
 from exotray.agent.api import create_app
 from exotray.agent.captest import CapacityTester
 from exotray.agent.clients import HttpClients
-from exotray.agent.discovery import Discovery
 from exotray.agent.eventsink import EventSink
 from exotray.agent.exowatch import ExoWatch, poll_period
 from exotray.agent.hardware import Hardware
@@ -49,6 +48,9 @@ from exotray.agent.throttle import Throttled
 from exotray.core import paths
 from exotray.core.events import EventLog
 from exotray.core.settings import Settings, parse_peer
+
+if TYPE_CHECKING:
+    from exotray.agent.discovery import Discovery
 
 __all__ = ["SIGNATURE_HEADER", "Agent", "ClusterKeyError", "StartError", "StateDirError",
            "bind_pair", "load_key", "load_node_id", "lock_state_dir", "sign"]
@@ -333,6 +335,8 @@ class Agent:
                        if not any(a in n.addresses for n in self.monitor.nics.values())]
             for a in missing:
                 log.warning("--mdns-interface %s: no local interface has this address (yet)", a)
+            from exotray.agent.discovery import Discovery  # zeroconf: only with mDNS on
+
             self.discovery = Discovery(
                 node_id=self.node_id, name=s.name, port=self.port,
                 on_found=self.table.mdns_found, on_removed=self.table.mdns_removed,

@@ -1,31 +1,27 @@
 """StreamSharing: one long-lived connection per peer, a full snapshot then deltas
 (docs/design.md, "Stream sharing"; the bytes are in stream_wire.py).
 
-Serving: `GET /v1/stream?nonce=HEX` answers with frames. Once per interval one delta is
-built from this node's snapshot and encoded once for every subscriber (with a cluster
-key only the small signature differs per subscriber). Each subscriber has a bounded
-queue: one that does not read falls behind, is dropped, and resynchronises with a new
-full snapshot when it reconnects; the producer never waits for it.
+Serving (stream_serve.py): `GET /v1/stream?nonce=HEX&v=2` answers with frames: once per
+interval one delta built from this node's snapshot, encoded once for every subscriber
+(with a cluster key only the signature differs). A subscriber that does not read fills
+its bounded queue, is dropped and resyncs with a full snapshot when it reconnects; the
+producer never waits.
 
 Receiving: one task per peer follows its stream and writes the rebuilt, validated
-snapshot into the peer table as PollSharing does. A peer without /v1/stream (an agent of
-the previous protocol) is polled instead (PollSharing, for that peer only), and its
-stream tried again now and then. Any refused frame drops the connection, is counted and
-logged, and the next connection starts again from a full snapshot.
+snapshot into the peer table as PollSharing does. A peer without our /v1/stream (another
+protocol or version) is polled instead (PollSharing, that peer only), its stream tried
+again now and then. Any refused frame drops the connection, is counted and logged, and
+the next connection starts again from a full snapshot.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import re
 import secrets
-from collections import deque
 from collections.abc import Callable
-from typing import Any
-from urllib.parse import parse_qs
 
 import httpx
 from starlette.routing import BaseRoute, Route
@@ -35,178 +31,18 @@ from exotray.agent.clients import HttpClients
 from exotray.agent.loops import Loops
 from exotray.agent.peers import Peer, PeerTable
 from exotray.agent.sharing import PollSharing
+from exotray.agent.stream_serve import STREAM_ID_HEADER, STREAM_PATH, Producer, StreamEndpoint
 from exotray.agent.throttle import Throttled
 from exotray.core.schema import Snapshot, SnapshotRejected
 
 log = logging.getLogger(__name__)
 
-STREAM_PATH = "/v1/stream"
-STREAM_ID_HEADER = "x-exotray-stream"
-#: frames a subscriber may have waiting; one more and it is dropped (then it resyncs)
-MAX_QUEUE = 8
 #: a peer without /v1/stream is polled, and its stream tried again after this long
 NO_STREAM_RETRY_S = 60.0
 #: the longest wait before reconnecting after errors (it doubles from one interval)
 MAX_BACKOFF_S = 5.0
 #: the longest interval a peer's stream is waited for (the settings' bound)
 MAX_INTERVAL_S = 60.0
-_NONCE = re.compile(r"^[0-9a-f]{16,64}$")
-
-
-class _Sub:
-    """One subscriber: its frames waiting to be sent, and whether it is over."""
-
-    def __init__(self, nonce: str) -> None:
-        self.nonce = nonce
-        self.frames: deque[bytes] = deque()
-        self.wake = asyncio.Event()
-        self.dead = self.kicked = self.sending = False
-        self.task: asyncio.Task | None = None
-
-
-class Producer:
-    """This node's stream: the state subscribers mirror, its sequence, its subscribers."""
-
-    def __init__(self, snapshot: Callable[[], dict], key: Callable[[], bytes | None],
-                 clock: Callable[[], float], counters: dict[str, int]) -> None:
-        self._snapshot = snapshot
-        self._key = key
-        self.clock = clock
-        self.counters = counters
-        self.stream_id = secrets.token_hex(8)
-        self.seq = 0
-        self.state: W.State | None = None
-        self.age = 0.0
-        self.built_at = 0.0
-        self.subs: set[_Sub] = set()
-        self.closed = False
-
-    def _build(self) -> tuple[W.State, float]:
-        snap = self._snapshot()
-        self.built_at = self.clock()
-        return W.split(snap), float(snap["data_age_s"])
-
-    def _frame(self, sub: _Sub, kind: bytes, body: bytes, digest: bytes | None) -> bytes:
-        key = self._key()
-        sig = None
-        if key is not None:
-            digest = digest or hashlib.sha256(body).digest()
-            sig = W.mac(key, self.stream_id, sub.nonce, kind, self.seq, digest)
-        return W.header(kind, self.seq, len(body), sig) + body
-
-    def subscribe(self, nonce: str) -> _Sub:
-        """A new subscriber, its first frame (the full snapshot) already queued."""
-        if self.state is None:
-            self.state, self.age = self._build()
-            self.seq += 1
-        sub = _Sub(nonce)
-        body = W.full_body(self.state, self.age + self.clock() - self.built_at)
-        sub.frames.append(self._frame(sub, W.FULL, body, None))
-        self.subs.add(sub)
-        self.counters["stream_subscribers"] = len(self.subs)
-        return sub
-
-    def unsubscribe(self, sub: _Sub) -> None:
-        self.subs.discard(sub)
-        self.counters["stream_subscribers"] = len(self.subs)
-
-    def publish(self) -> None:
-        """Once per interval: one delta, encoded once, queued for every subscriber."""
-        if not self.subs:
-            self.state = None  # the next subscriber gets a fresh full snapshot
-            return
-        new, age = self._build()
-        body = W.encode(W.delta(self.state or new, new, age))
-        self.state, self.age = new, age
-        self.seq += 1
-        shared = None if self._key() is not None else W.header(W.DELTA, self.seq, len(body),
-                                                              None) + body
-        digest = hashlib.sha256(body).digest() if shared is None else None
-        for sub in list(self.subs):
-            if len(sub.frames) >= MAX_QUEUE:
-                self.counters["stream_subscribers_dropped"] += 1
-                self.kick(sub)
-                continue
-            frame = shared or self._frame(sub, W.DELTA, body, digest)
-            sub.frames.append(frame)
-            sub.wake.set()
-            self.counters["stream_bytes_out"] += len(frame)
-        self.counters["stream_frames_built"] += 1
-
-    def kick(self, sub: _Sub) -> None:
-        """End a subscriber now (it fell behind, or we stop)."""
-        self.unsubscribe(sub)
-        sub.dead = sub.kicked = True
-        sub.frames.clear()
-        sub.wake.set()
-        if sub.sending and sub.task is not None:
-            sub.task.cancel()  # blocked on a peer that does not read
-
-    def close(self) -> None:
-        self.closed = True
-        for sub in list(self.subs):
-            self.kick(sub)
-
-
-class _Endpoint:
-    """GET /v1/stream as a plain ASGI app: frames go out as the producer queues them."""
-
-    def __init__(self, producer: Producer) -> None:
-        self.producer = producer
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        nonce = (parse_qs(scope.get("query_string", b"").decode("latin-1"))
-                 .get("nonce", [""])[0])
-        status = 503 if self.producer.closed else 400 if not _NONCE.match(nonce) else 200
-        if scope.get("method") != "GET":
-            status = 405
-        if status != 200:
-            await send({"type": "http.response.start", "status": status,
-                        "headers": [(b"content-length", b"0")]})
-            await send({"type": "http.response.body", "body": b""})
-            return
-        sub = self.producer.subscribe(nonce)
-        sub.task = asyncio.current_task()
-        watcher = asyncio.create_task(self._watch(receive, sub), name="stream-watch")
-        try:
-            await self._send(sub, send, {
-                "type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"application/x-exotray-stream"),
-                            (b"cache-control", b"no-store"),
-                            (STREAM_ID_HEADER.encode(), self.producer.stream_id.encode())]})
-            while not sub.dead:
-                if not sub.frames:
-                    sub.wake.clear()
-                    await sub.wake.wait()
-                    continue
-                await self._send(sub, send, {"type": "http.response.body",
-                                             "body": sub.frames.popleft(), "more_body": True})
-            if not sub.kicked or self.producer.closed:
-                await self._send(sub, send, {"type": "http.response.body", "body": b""})
-        except asyncio.CancelledError:
-            if not sub.kicked:
-                raise
-            asyncio.current_task().uncancel()  # type: ignore[union-attr]
-        finally:
-            self.producer.unsubscribe(sub)
-            watcher.cancel()
-            await asyncio.gather(watcher, return_exceptions=True)
-
-    @staticmethod
-    async def _send(sub: _Sub, send: Any, message: dict) -> None:
-        sub.sending = True
-        try:
-            await send(message)
-        finally:
-            sub.sending = False
-
-    @staticmethod
-    async def _watch(receive: Any, sub: _Sub) -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        sub.dead = True
-        sub.wake.set()
-
 
 class StreamSharing:
     def __init__(self, table: PeerTable, clients: HttpClients, *, node_id: str,
@@ -230,9 +66,10 @@ class StreamSharing:
         #: peer key -> "stream" | "poll", what each peer speaks to us
         self.protocol: dict[str, str] = {}
         self._poll_until: dict[str, float] = {}
+        self.sleep = asyncio.sleep  # (the wait between connections; a test's to replace)
 
     def routes(self) -> list[BaseRoute]:
-        return [Route(STREAM_PATH, _Endpoint(self.producer), methods=["GET"])]
+        return [Route(STREAM_PATH, StreamEndpoint(self.producer), methods=["GET"])]
 
     def protocol_of(self, peer: Peer) -> str | None:
         return self.protocol.get(peer.key)
@@ -276,15 +113,18 @@ class StreamSharing:
 
     # -- following one peer ------------------------------------------------------------
     async def _follow(self, peer: Peer) -> None:
-        """Follow a peer's stream, reconnecting after errors, until it has none or we stop."""
+        """Follow a peer's stream, reconnecting after errors, until it has none or we stop:
+        half an interval after a connection that delivered, one interval after one the peer
+        did not take or answer (not listening yet, restarting: as polling would), and
+        doubling up to MAX_BACKOFF_S while it sends what we refuse."""
         failures = 0
         while True:
             ok = await self._connect(peer)
             if ok is None:
                 return
-            failures = 0 if ok else failures + 1
+            failures = 0 if ok else failures + 1 if peer.reachable else 1
             self.counters["stream_reconnects"] += 1
-            await asyncio.sleep(min(MAX_BACKOFF_S, self._interval() * 2 ** failures / 2))
+            await self.sleep(min(MAX_BACKOFF_S, self._interval() * 2 ** failures / 2))
 
     async def _connect(self, peer: Peer) -> bool | None:
         """One connection: True if it delivered a snapshot, False if not, None: no stream."""
@@ -304,8 +144,8 @@ class StreamSharing:
         except _NoStream:
             self.protocol[peer.key] = "poll"
             self._poll_until[peer.key] = self.clock() + NO_STREAM_RETRY_S
-            log.info("peer %s has no %s (an agent of the previous protocol): polling its "
-                     "snapshot", peer.name or peer.key, STREAM_PATH)
+            log.info("peer %s has no %s of ours (an agent of the previous protocol, or an "
+                     "earlier stream): polling its snapshot", peer.name or peer.key, STREAM_PATH)
             return None
         except (httpx.HTTPError, TimeoutError, OSError) as e:
             self.counters["fetch_errors"] += 1
@@ -333,8 +173,8 @@ class StreamSharing:
             client = self.clients.for_link(self.table.links.get(target))
             timeout = httpx.Timeout(None, connect=1.0, write=2.0, pool=2.0)  # quiet: below
             resp = await client.send(client.build_request(
-                "GET", f"http://{target[0]}:{target[1]}{STREAM_PATH}", params={"nonce": nonce},
-                timeout=timeout), stream=True)
+                "GET", f"http://{target[0]}:{target[1]}{STREAM_PATH}", timeout=timeout,
+                params={"nonce": nonce, "v": W.VERSION}), stream=True)
         loop, got = asyncio.get_running_loop(), False
         async with contextlib.aclosing(resp):
             if resp.status_code in (404, 405, 501):
@@ -385,15 +225,14 @@ class StreamSharing:
         peer.snapshot = snap
         peer.authenticated = self._key() is not None
         peer.snapshot_at = self.clock()
-        peer.reachable = True
-        peer.last_error = None
+        peer.reachable, peer.last_error = True, None
         self.protocol[peer.key] = "stream"
         self._poll_until.pop(peer.key, None)
         self.table.identified(peer, snap.node.id, snap.node.name)
 
 
 class _NoStream(Exception):
-    """The peer answers, but has no /v1/stream: an agent of the previous protocol."""
+    """The peer answers, but has no /v1/stream of our version: it is polled."""
 
 
 class _Unauthenticated(Exception):

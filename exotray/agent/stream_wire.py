@@ -28,6 +28,9 @@ from exotray.core import schema
 from exotray.core.schema import MAX_SNAPSHOT_BYTES, SnapshotRejected, dump, parse_snapshot
 
 FULL, DELTA = b"F", b"D"
+#: the stream's version, asked for by the follower (`v=`): 2 added RATES_OF and
+#: hysteresis; a producer answers 404 to a follower of another version, which polls it
+VERSION = "2"
 #: a header line longer than this is refused (KIND SEQ LENGTH and 64 hex digits fit)
 MAX_HEADER = 160
 #: a frame body over the snapshot cap is refused, as a polled snapshot would be
@@ -56,17 +59,24 @@ class FrameError(ValueError):
 _RATES = frozenset({"rx_bytes_per_s", "tx_bytes_per_s", "capacity_bytes_per_s"})
 _MS = frozenset({"rtt_ms", "rtt_min_ms", "rtt_max_ms", "rtt_p90_ms", "rtt_last_ms",
                  "jitter_ms", "rtt_baseline_ms", "queue_delay_ms"})
+_FIXED_STEP = {"utilization": 0.005, "loss": 0.001}
+_RESOLVED = _RATES | _MS | frozenset(_FIXED_STEP)
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, float | int) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def quantize(field: str, v: Any) -> Any:
-    """A number at its display resolution: rates to 3 significant digits, times to
-    0.01 ms, utilization to 0.5 %, loss to 0.1 %. Anything else unchanged."""
-    if not isinstance(v, float | int) or isinstance(v, bool) or not math.isfinite(v):
+    """A number at its display resolution (core/fmt.py): rates to 3 significant digits
+    and whole bytes, times to 0.01 ms below 1 ms, 0.1 ms below 100 ms, 1 ms above;
+    utilization to 0.5 %, loss to 0.1 %. Anything else unchanged."""
+    if not _number(v):
         return v
     if field in _RATES:
-        return float(f"{v:.3g}")
+        return float(f"{v:.3g}") if abs(v) >= 100 else float(round(v))
     if field in _MS:
-        return round(v, 2)
+        return round(v, 2) if abs(v) < 1 else round(v, 1) if abs(v) < 100 else float(round(v))
     if field == "utilization":
         return round(v * 200) / 200
     if field == "loss":
@@ -74,28 +84,87 @@ def quantize(field: str, v: Any) -> Any:
     return v
 
 
-def _q(record: dict) -> dict:
-    return {k: quantize(k, v) for k, v in record.items()}
+def step(field: str, a: float, b: float) -> float | None:
+    """One display step of `field` between values a and b (the finer of their two
+    steps), None for a field shown as it is."""
+    m = min(abs(a), abs(b))
+    if field in _RATES:
+        return 10.0 ** (math.floor(math.log10(m)) - 2) if m >= 100 else 1.0
+    if field in _MS:
+        return 0.01 if m < 1 else 0.1 if m < 100 else 1.0
+    return _FIXED_STEP.get(field)
+
+
+def held(field: str, new: Any, last: Any) -> Any:
+    """What to send for `field` now that it reads `new`, `last` having been sent before:
+    `last` again while `new` is less than one display step away from it (hysteresis: a
+    number hovering on a rounding edge, or moving within what anybody can see, is not
+    re-sent every interval, and the receiver's copy is never a whole step off), else
+    `new` at its display resolution."""
+    q = quantize(field, new)
+    if field not in _RESOLVED or not _number(new) or not _number(last):
+        return q
+    s = step(field, new, last)
+    return last if s is not None and abs(new - last) < s else q
 
 
 # -- the sender: state, full frames, deltas ------------------------------------------------
 State = tuple[dict, dict[str, dict], dict[str, dict]]  # top, links by id, interfaces by name
 
+#: a link record's stream-only field: the interface whose rates are the link's ("lo", the
+#: bridge member...) — then the link's own rates are not sent, the receiver copies them
+RATES_OF = "rates_of"
+_DERIVED = ("rx_bytes_per_s", "tx_bytes_per_s")
 
-def split(snap: dict) -> State:
-    """A node's own snapshot (views.snapshot) as the state a stream mirrors."""
-    return ({k: snap[k] for k in TOP}, {lk["id"]: _q(lk) for lk in snap["links"]},
-            {i["name"]: _q(i) for i in snap["interfaces"]})
+
+def _hold(rec: dict, last: dict | None) -> dict:
+    out = dict(rec)
+    for k in _RESOLVED.intersection(rec):  # (the other fields go as they are)
+        out[k] = quantize(k, rec[k]) if last is None else held(k, rec[k], last.get(k))
+    return out
+
+
+def split(snap: dict, last: State | None = None) -> State:
+    """A node's own snapshot (views.snapshot) as the state a stream mirrors, `last` the
+    state sent before: numbers through `held` against what was last sent; a link whose
+    rates are exactly those of the interface carrying it (its member_interface, else its
+    local_interface: views.link_dict takes them from there) names it in RATES_OF instead
+    of repeating them, and every other link has RATES_OF None."""
+    old_links, old_ifaces = (last[1], last[2]) if last is not None else ({}, {})
+    ifaces = {i["name"]: _hold(i, old_ifaces.get(i["name"])) for i in snap["interfaces"]}
+    raw = {i["name"]: i for i in snap["interfaces"]}
+    links = {}
+    for lk in snap["links"]:
+        via = lk.get("member_interface") or lk.get("local_interface")
+        src = raw.get(via) if isinstance(via, str) else None
+        if src is not None and all(lk.get(f) == src.get(f) for f in _DERIVED):
+            rec = {k: v for k, v in lk.items() if k not in _DERIVED}
+            rec[RATES_OF] = via
+        else:
+            rec = {**lk, RATES_OF: None}
+        links[lk["id"]] = _hold(rec, old_links.get(lk["id"]))
+    return {k: snap[k] for k in TOP}, links, ifaces
 
 
 def encode(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
 
 
+def _filled(rec: dict, ifaces: dict[str, dict]) -> dict:
+    """A link record of the state with its rates, as /v1/snapshot has them."""
+    via = rec.get(RATES_OF)
+    if via is None:
+        return {k: v for k, v in rec.items() if k != RATES_OF}
+    return {**rec, **{f: ifaces[via].get(f) for f in _DERIVED}}
+
+
 def full_body(state: State, age: float) -> bytes:
+    """An F frame's body: a whole snapshot, every link with its rates (a link naming its
+    interface in RATES_OF keeps that field: the follower's deltas rely on it)."""
     top, links, ifaces = state
     return encode({**top, "data_age_s": round(max(0.0, age), 3),
-                   "interfaces": list(ifaces.values()), "links": list(links.values())})
+                   "interfaces": list(ifaces.values()),
+                   "links": [_filled(r, ifaces) for r in links.values()]})
 
 
 def _records(old: dict[str, dict], new: dict[str, dict]) -> dict | None:
@@ -208,8 +277,13 @@ class Mirror:
     def full(self, body: bytes) -> schema.Snapshot:
         snap = parse_snapshot(body, own_id=self.own_id, expected_id=self.expected_id)
         d = dump(snap)
+        ifaces = {i["name"]: i for i in d["interfaces"]}
+        links = {lk["id"]: lk for lk in d["links"]}
+        for raw in schema.decode_object(body)["links"]:  # the links that name their rates
+            if (via := _rates_of(raw.get(RATES_OF), ifaces, raw["id"])) is not None:
+                links[raw["id"]][RATES_OF] = via
         self.top = {k: d[k] for k in TOP}
-        self.links = {lk["id"]: lk for lk in d["links"]}
+        self.links = links
         self.link_objs = {lk.id: lk for lk in snap.links}
         self.ifaces = {i["name"]: i for i in d["interfaces"]}
         self.iface_objs = {i.name: i for i in snap.interfaces}
@@ -228,10 +302,12 @@ class Mirror:
                 "node" in top and (not isinstance(top["node"], dict)
                                    or top["node"].get("id") != self.top["node"]["id"])):
             raise FrameError("bad_frame", "top: a stream cannot change its schema or node id")
-        links = self._records(obj.get("links"), self.links, self.link_objs, "id",
-                              schema.Link, "links")
         ifaces = self._records(obj.get("interfaces"), self.ifaces, self.iface_objs, "name",
-                               schema.Interface, "interfaces")
+                               schema.Interface, "interfaces", None)
+        links = self._records(obj.get("links"), self.links, self.link_objs, "id",
+                              schema.Link, "links", ifaces[0] if ifaces else self.ifaces)
+        if ifaces is not None:  # links that take their rates from a changed interface
+            links = _refill(links or (self.links, self.link_objs), ifaces[0])
         if not top and links is None and ifaces is None:
             snap = self.snap.model_copy(update={"data_age_s": float(age)})
         else:
@@ -251,8 +327,11 @@ class Mirror:
 
     @staticmethod
     def _records(part: Any, dicts: dict[str, dict], objs: dict[str, Any], key: str,
-                 model: Any, where: str) -> tuple[dict, dict] | None:
-        """The records after a delta's add / set / del, each changed one validated."""
+                 model: Any, where: str, ifaces: dict[str, dict] | None
+                 ) -> tuple[dict, dict] | None:
+        """The records after a delta's add / set / del, each changed one validated (a
+        link naming its interface in RATES_OF with that interface's rates, from
+        `ifaces`: the interfaces after this delta)."""
         if part is None:
             return None
         if not isinstance(part, dict) or not isinstance(part.get("add", []), list) \
@@ -276,10 +355,39 @@ class Mirror:
                 raise SnapshotRejected("invalid", f"{where}: add of a non-object")
             changed.append(rec)
         for rec in changed:
+            via = None if ifaces is None else _rates_of(rec.get(RATES_OF), ifaces,
+                                                         rec.get(key))
+            if via is not None:
+                rec = {**rec, **{f: ifaces[via][f] for f in _DERIVED}}  # type: ignore[index]
             try:
                 obj = model.model_validate(rec)
             except ValidationError as e:
                 raise _rejected(e, where) from None
             k = getattr(obj, key)
             d[k], o[k] = obj.model_dump(mode="json"), obj
+            if via is not None:
+                d[k][RATES_OF] = via
         return d, o
+
+
+def _rates_of(via: Any, ifaces: dict[str, dict], link: Any) -> str | None:
+    """A link's RATES_OF, checked: None, or an interface the mirror has."""
+    if via is not None and not isinstance(via, str):
+        raise FrameError("bad_frame", f"link {str(link)[:64]!r}: {RATES_OF} {str(via)[:40]}")
+    if via is not None and via not in ifaces:
+        raise FrameError("unknown_link", f"link {str(link)[:64]!r}: {RATES_OF} an unknown "
+                                         f"interface {via[:64]!r}")
+    return via
+
+
+def _refill(links: tuple[dict, dict], ifaces: dict[str, dict]) -> tuple[dict, dict]:
+    """The links after their interfaces changed: each naming one in RATES_OF gets its
+    (already validated) rates; one naming an interface that is gone is refused."""
+    d, o = dict(links[0]), dict(links[1])
+    for k, rec in links[0].items():
+        if (via := _rates_of(rec.get(RATES_OF), ifaces, k)) is None:
+            continue
+        rates = {f: ifaces[via][f] for f in _DERIVED}
+        if any(rec.get(f) != v for f, v in rates.items()):
+            d[k], o[k] = {**rec, **rates}, o[k].model_copy(update=rates)
+    return d, o

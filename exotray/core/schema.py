@@ -61,6 +61,8 @@ _CATEGORY_WORDS = {"Cc": "a control character", "Cf": "a format character",
 def unsafe_char(text: str) -> str | None:
     """Why `text` must not be shown as a name ("U+202E, a format character"), or None
     when it is fine. Shared with mDNS discovery's check of a record's name."""
+    if text.isascii() and text.isprintable():  # (most names: no character to look up)
+        return None
     for ch in text:
         if ch in _ALLOWED_FORMAT:
             continue

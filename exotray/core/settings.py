@@ -69,9 +69,10 @@ class Settings:
     capacity_port: int = 0
     #: warn (once) when a `capacity` interface has not appeared this long after start
     capacity_warn_after: float = 60.0
-    #: how peers' snapshots are shared: "poll" (each peer's /v1/snapshot every interval)
-    #: or "stream" (one connection per peer, a full snapshot then deltas; docs/design.md)
-    sharing: str = "poll"
+    #: how peers' snapshots are shared: "stream" (one connection per peer, a full
+    #: snapshot then deltas; docs/design.md "Stream sharing") or "poll" (the previous
+    #: protocol: each peer's /v1/snapshot every interval); the two interoperate
+    sharing: str = "stream"
     #: the local exo node's API, read every few seconds for which links its inference
     #: traffic takes ("" = do not look for exo)
     exo_url: str = DEFAULT_EXO_URL

@@ -195,7 +195,8 @@ def test_stop_with_streams_leaves_no_task_thread_or_socket(tmp_path):
         for a in agents:
             await a.start()
         async with httpx.AsyncClient(trust_env=False) as c, c.stream(
-                "GET", f"http://127.0.0.1:{p1}/v1/stream", params={"nonce": "ab" * 16}) as resp:
+                "GET", f"http://127.0.0.1:{p1}/v1/stream",
+            params={"nonce": "ab" * 16, "v": "2"}) as resp:
             assert resp.status_code == 200
             for _ in range(100):
                 if all(len(a.cluster()["nodes"]) == 2 for a in agents):

@@ -101,7 +101,9 @@ def test_bad_snapshots_are_dropped_logged_once_and_counted(tmp_path):
     port = server.server_address[1]
     t = threading.Thread(target=server.serve_forever, daemon=True)
     t.start()
-    a = AgentProc(tmp_path, "a", free_port(), [port], "--interval", "0.25")
+    # polling's refusals (the stand-in answers every path with a snapshot)
+    a = AgentProc(tmp_path, "a", free_port(), [port], "--interval", "0.25",
+                  "--sharing", "poll")
     try:
         a.wait_ready()
         counters = wait_for(lambda: (c := a.get("/v1/snapshot")["counters"])

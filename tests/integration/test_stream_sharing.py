@@ -204,7 +204,7 @@ def test_a_subscriber_that_never_reads_delays_nobody(streaming_pair):
             s = socket.socket()
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
             s.connect(("127.0.0.1", a.port))
-            s.sendall(b"GET /v1/stream?nonce=" + b"1" * 32 + b" HTTP/1.1\r\nhost: x\r\n\r\n")
+            s.sendall(b"GET /v1/stream?v=2&nonce=" + b"1" * 32 + b" HTTP/1.1\r\nhost: x\r\n\r\n")
             socks.append(s)  # and never read
         built0 = a.get("/v1/snapshot")["counters"]["stream_frames_built"]
         t0 = time.monotonic()
@@ -229,7 +229,7 @@ def test_a_subscriber_that_never_reads_delays_nobody(streaming_pair):
 
 def test_poll_and_stream_agents_see_each_others_full_view(tmp_path):
     p1, p2 = free_port(), free_port()
-    a = AgentProc(tmp_path, "a", p1, [p2], "--interval", "0.5")  # the previous protocol
+    a = AgentProc(tmp_path, "a", p1, [p2], "--interval", "0.5", "--sharing", "poll")
     b = AgentProc(tmp_path, "b", p2, [p1], "--interval", "0.5", "--sharing", "stream")
     try:
         a.wait_ready()
@@ -253,3 +253,48 @@ def test_poll_and_stream_agents_see_each_others_full_view(tmp_path):
     finally:
         a.close()
         b.close()
+
+
+
+def _reconnect_waits(tmp_path, peer_port: int) -> list[float]:
+    """The first 4 waits between connections of an agent (interval 0.2 s) following the
+    peer at `peer_port` (its `sleep` seam records them)."""
+    import asyncio
+
+    from exotray.agent.runtime import Agent
+    from exotray.core.settings import Settings
+
+    async def main() -> list[float]:
+        agent = Agent(Settings(name="a", bind="127.0.0.1", port=free_port(), mdns=False,
+                               interval=0.2, peers=(f"127.0.0.1:{peer_port}",),
+                               state_dir=str(tmp_path / "a")))
+        waits: list[float] = []
+        done = asyncio.Event()
+
+        async def sleep(seconds: float) -> None:
+            waits.append(seconds)
+            if len(waits) >= 4:
+                done.set()
+            await asyncio.sleep(0.01)
+
+        agent.sharing.sleep = sleep  # type: ignore[attr-defined]
+        await agent.start()
+        try:
+            await asyncio.wait_for(done.wait(), 10)
+        finally:
+            await agent.stop()
+        return waits[:4]
+
+    return asyncio.run(main())
+
+
+def test_a_peer_not_taking_connections_is_tried_every_interval_not_ever_later(tmp_path):
+    """A peer whose port takes no connection (starting, restarting) is tried again once
+    per interval, as polling would fetch it: its stream is followed within an interval of
+    it coming back."""
+    assert _reconnect_waits(tmp_path, free_port()) == [0.2] * 4  # nothing listens there
+
+
+def test_a_peer_sending_what_we_refuse_waits_longer_each_time(tmp_path, stream_peer):
+    srv = stream_peer([("bad_frame", b"HELLO THERE\n")])
+    assert _reconnect_waits(tmp_path, srv.server_address[1]) == [0.2, 0.4, 0.8, 1.6]

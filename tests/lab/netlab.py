@@ -95,10 +95,13 @@ class Host:
 
 
 class Lab:
-    def __init__(self, n: int, net: int | None = None, monitor: bool = True) -> None:
+    def __init__(self, n: int, net: int | None = None, monitor: bool = True,
+                 tag: str | None = None) -> None:
+        """`tag` (names xt<tag>...) and `net` (10.213.<net>.0/24, and <net>+1 for a
+        second LAN) when a run must keep to a given prefix; random (free) otherwise."""
         existing = run("ip", "netns", "list", check=False).stdout
-        self.tag = secrets.token_hex(2)[:3]
-        while f"xt{self.tag}br" in existing:
+        self.tag = tag or secrets.token_hex(2)[:3]
+        while tag is None and f"xt{self.tag}br" in existing:
             self.tag = secrets.token_hex(2)[:3]
         self.net = net if net is not None else 100 + 2 * secrets.randbelow(50)
         self.br_ns = f"xt{self.tag}br"

@@ -78,7 +78,9 @@ def test_hostile_peer_and_datagram_flood(lab2):
     lab, agents = lab2
     h1, _ = lab.hosts
     hport = 52999
-    a1 = agents.start(h1, name="h1", mdns=False, peers=[f"{lab.monitor_addr}:{hport}"])
+    # polling's defences (the hostile peer answers every path with its snapshots)
+    a1 = agents.start(h1, "--sharing", "poll", name="h1", mdns=False,
+                      peers=[f"{lab.monitor_addr}:{hport}"])
     a1.wait_ready()
     own_id = a1.get("/v1/snapshot")["node"]["id"]
     server = Hostile((lab.monitor_addr, hport), own_id)

@@ -362,8 +362,8 @@ def test_huge_valid_snapshots_make_a_bounded_cluster_view(lab2_pair):
         # named them)
         big_peers = [f"{lab.monitor_addr}:{s.server_address[1]}" for s in servers]
         a1.close()
-        a1b = Agents(lab, a1.state.parent).start(
-            lab.hosts[0], name="h1b", mdns=False,
+        a1b = Agents(lab, a1.state.parent).start(  # polled: the stand-ins have no stream
+            lab.hosts[0], "--sharing", "poll", name="h1b", mdns=False,
             peers=[*big_peers, f"{lab.hosts[1].addr}:52480"])
         try:
             a1b.wait_ready()

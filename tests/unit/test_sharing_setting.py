@@ -1,5 +1,5 @@
-"""The `sharing` setting: poll by default (stream only when asked), checked, and set
-from the config file or `exotray agent --sharing`."""
+"""The `sharing` setting: stream by default (poll, the previous protocol, when asked),
+checked, and set from the config file or `exotray agent --sharing`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from exotray.core.settings import Settings, SettingsError, from_mapping
 
 
 def test_default_is_poll():
-    assert Settings().sharing == "poll"
+    assert Settings().sharing == "stream"
 
 
 @pytest.mark.parametrize("value", ["stream", "poll"])

@@ -14,9 +14,11 @@ from exotray.core.schema import SnapshotRejected, dump
 
 @pytest.mark.parametrize(("field", "value", "expect"), [
     ("rx_bytes_per_s", 1234567.8, 1230000.0),
-    ("tx_bytes_per_s", 0.0123456, 0.0123),
+    ("tx_bytes_per_s", 0.0123456, 0.0),  # whole bytes below 100 B/s, as core/fmt shows them
+    ("tx_bytes_per_s", 12.7, 13.0),
     ("rtt_ms", 0.12345, 0.12),
-    ("jitter_ms", 12.3456, 12.35),
+    ("jitter_ms", 12.3456, 12.3),  # 0.1 ms from 1 ms on, 1 ms from 100 ms
+    ("rtt_ms", 123.4, 123.0),
     ("utilization", 0.312, 0.31),
     ("utilization", 0.3126, 0.315),
     ("loss", 0.01234, 0.012),
