@@ -124,7 +124,8 @@ def parse_record(
         if any(ip in n for n in nets) and not ip.is_loopback and not ip.is_unspecified:
             good.append(a)
     if not good:
-        raise RecordRejected("no_address", f"{list(addresses)} not on any local subnet")
+        raise RecordRejected("no_address",
+                             f"{list(addresses)} not on the subnets it may come from")
     # One record, at most MAX_ADDRESSES_PER_RECORD links (100 A records are not 100 links)
     kept = tuple(sorted(set(good))[:MAX_ADDRESSES_PER_RECORD])
     return PeerRecord(service, peer_id, name, version, proto, port, kept)

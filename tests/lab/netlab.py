@@ -25,7 +25,7 @@ from pathlib import Path
 
 from helpers import AgentProc
 
-STALE = re.compile(r"^xt([0-9a-f]{3})(br|h\d+)$")
+STALE = re.compile(r"^xt([0-9a-z]{3})(br|h\d+)$")
 #: a file per live lab holding its creator's pid, so concurrent runs leave each other be
 OWNERS = Path("/tmp/exotray-lab")
 
@@ -97,9 +97,16 @@ class Host:
 class Lab:
     def __init__(self, n: int, net: int | None = None, monitor: bool = True) -> None:
         existing = run("ip", "netns", "list", check=False).stdout
-        self.tag = secrets.token_hex(2)[:3]
+        # XT_LAB_TAG_PREFIX: the first letter(s) of the tag, so that engineers sharing a
+        # machine each have names of their own (xt<prefix>...)
+        prefix = os.environ.get("XT_LAB_TAG_PREFIX", "")[:2]
+
+        def new_tag() -> str:
+            return prefix + secrets.token_hex(2)[:3 - len(prefix)]
+
+        self.tag = new_tag()
         while f"xt{self.tag}br" in existing:
-            self.tag = secrets.token_hex(2)[:3]
+            self.tag = new_tag()
         self.net = net if net is not None else 100 + 2 * secrets.randbelow(50)
         self.br_ns = f"xt{self.tag}br"
         self.bridge = f"xt{self.tag}b0"
