@@ -132,6 +132,8 @@ class LinkTable(QTableView):
         for c, tip in HEADER_TIPS.items():
             self.source.horizontalHeaderItem(c).setToolTip(tip)
         self.setColumnHidden(EXO, True)  # until a local exo answers (exo_present)
+        self._items: dict[str, list[QStandardItem]] = {}  # link id -> its row's items
+        self._texts: dict[str, list[str]] = {}  # link id -> its row's texts
         # Sized to the contents when rows come or go, and widened when a changed cell's
         # text no longer fits, never per cell: ResizeToContents re-measures a whole
         # column per changed cell. No stretched last column: the space right of the
@@ -183,15 +185,15 @@ class LinkTable(QTableView):
         added = False
         widest: dict[int, int] = {}  # column -> width of its widest changed text
         advance = self._advance
-        gone = [r for r in range(self.source.rowCount())
-                if self.source.item(r, 0).data(LINK_ID) not in rows]
-        for r in reversed(gone):  # from the bottom, so the other indexes stay valid
-            self.source.removeRow(r)
-        existing = {self.source.item(r, 0).data(LINK_ID): r
-                    for r in range(self.source.rowCount())}
+        # The rows' items and texts are kept on the Python side too: asking Qt for them
+        # cell by cell cost more than the rest at 8000 links (issue 18: the largest view).
+        gone = [lid for lid in self._items if lid not in rows]
+        for lid in gone:
+            self.source.removeRow(self._items.pop(lid)[0].row())
+            del self._texts[lid]
         for link_id, cells in rows.items():
-            r = existing.get(link_id)
-            if r is None:
+            items = self._items.get(link_id)
+            if items is None:
                 items = []
                 for text, key in cells:
                     it = QStandardItem(text)
@@ -201,14 +203,18 @@ class LinkTable(QTableView):
                 for c, tip in _tips(*link(link_id)).items():
                     items[c].setToolTip(tip)
                 self.source.appendRow(items)
+                self._items[link_id] = items
+                self._texts[link_id] = [text for text, _ in cells]
                 added = True
                 continue
+            texts = self._texts[link_id]
             retip = False
             for c, (text, key) in enumerate(cells):
-                it = self.source.item(r, c)
                 # Only what the user can see changes a cell: each change costs Qt a
                 # re-layout, and the sort key follows the text it belongs to.
-                if it.text() != text:
+                if texts[c] != text:
+                    texts[c] = text
+                    it = items[c]
                     it.setText(text)
                     it.setData(key, SORT)
                     retip = retip or c in (VIA, CAPACITY, EXO)
@@ -217,7 +223,7 @@ class LinkTable(QTableView):
                         widest[c] = w
             if retip:
                 for c, tip in _tips(*link(link_id)).items():
-                    self.source.item(r, c).setToolTip(tip)
+                    items[c].setToolTip(tip)
         if added or gone:
             self.resizeColumnsToContents()
         elif widest:

@@ -191,9 +191,11 @@ class TopologyView(pg.PlotWidget):
         if self._edges:
             self._restyle()
 
-    def set_cluster(self, cluster: dict[str, Any]) -> None:
-        """Show a /v1/cluster view. Positions only change when the set of nodes does."""
-        nodes, edges = topology.build(cluster)
+    def set_cluster(self, cluster: dict[str, Any],
+                    built: tuple[list[Node], list[Edge]] | None = None) -> None:
+        """Show a /v1/cluster view. Positions only change when the set of nodes does.
+        `built`: topology.build(cluster), when the caller has it already."""
+        nodes, edges = built if built is not None else topology.build(cluster)
         self._nodes, self._edges = nodes, edges
         self._ifaces = {n["node"]["id"]: linkwords.node_interfaces(n)
                         for n in cluster.get("nodes", [])}
