@@ -107,7 +107,10 @@ class Lab:
         self.tag = new_tag()
         while f"xt{self.tag}br" in existing:
             self.tag = new_tag()
-        self.net = net if net is not None else 100 + 2 * secrets.randbelow(50)
+        # XT_LAB_NET: the third octet of labs that do not choose theirs (LAN B is the next)
+        env_net = os.environ.get("XT_LAB_NET")
+        self.net = (net if net is not None else int(env_net) if env_net
+                    else 100 + 2 * secrets.randbelow(50))
         self.br_ns = f"xt{self.tag}br"
         self.bridge = f"xt{self.tag}b0"
         self.hosts: list[Host] = []

@@ -353,13 +353,15 @@ def test_a_stalled_agent_does_not_cry_wolf(lab2_pair):
 
 SLOW = r"""
 import json, socket, sys, time
-port, n, wait_s = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+host, port, n, wait_s = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+sources = sys.argv[5].split(",")
 socks = []
-for _ in range(n):  # ask for the cluster view, then do not read it
+for i in range(n):  # ask for the cluster view, then do not read it
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.connect(("127.0.0.1", port))
-    s.sendall(f"GET /v1/cluster HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    s.bind((sources[i % len(sources)], 0))
+    s.connect((host, port))
+    s.sendall(f"GET /v1/cluster HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
     socks.append(s)
 print("asked", flush=True)
 time.sleep(wait_s)
@@ -388,14 +390,21 @@ def _rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def _slow_readers_are_cut_off(host, agent, view_bytes: int, n: int = 100) -> None:
-    """Finding 4's slow readers: 100 local clients ask for the big cluster view and do
-    not read it. Each response waits in the agent's memory only until SEND_TIMEOUT_S,
-    then the connection is ended (before: 100 readers of a 6 MB view held 360 MB for as
-    long as they liked)."""
+def _slow_readers_are_cut_off(lab: Lab, agent, view_bytes: int, n: int = 100) -> None:
+    """Finding 4's slow readers: 100 clients on the LAN (from 7 addresses of h2, 15 each:
+    under the per-source limit) ask for the big cluster view and do not read it. The
+    agent holds a piece of it for each, not a copy, and ends each connection at
+    SEND_TIMEOUT_S (before: 100 readers of a 6 MB view held 360 MB for as long as they
+    liked). Over the LAN, not loopback: loopback's 64 KB MSS gives every connection a
+    send buffer of megabytes, which would swallow the whole view."""
+    target, readers_host = lab.hosts
+    sources = [f"10.213.{lab.net}.{100 + k}" for k in range(-(-n // 15))]
+    for a in sources:
+        readers_host.exec("ip", "addr", "add", f"{a}/24", "dev", readers_host.veth)
     rss0 = _rss_mib(agent.proc.pid)
-    readers = host.popen(sys.executable, "-c", SLOW, "52480", str(n),
-                         str(L.SEND_TIMEOUT_S + 3), stdout=subprocess.PIPE, text=True)
+    readers = readers_host.popen(sys.executable, "-c", SLOW, target.addr, "52480", str(n),
+                                 str(L.SEND_TIMEOUT_S + 3), ",".join(sources),
+                                 stdout=subprocess.PIPE, text=True)
     assert readers.stdout.readline().strip() == "asked"
     time.sleep(2.0)
     rss_held = _rss_mib(agent.proc.pid)
@@ -467,7 +476,7 @@ def test_huge_valid_snapshots_make_a_bounded_cluster_view(lab2_pair):
                     assert len(n["links"]) == L.MAX_CLUSTER_LINKS_PER_NODE
                     assert n["truncated"] == 1024 - L.MAX_CLUSTER_LINKS_PER_NODE
             assert len(raw) < 1_500_000
-            _slow_readers_are_cut_off(lab.hosts[0], a1b, len(raw))
+            _slow_readers_are_cut_off(lab, a1b, len(raw))
         finally:
             a1b.close()
     finally:
