@@ -156,7 +156,9 @@ def test_mdns_flood_is_bounded_and_a_real_peer_gets_in(lab3_flood):
         both = {f"{newcomer.addr}:52480", f"{lan_b}3:52480"}
         on_b = wait_for(lambda: newcomer_addresses() == both, 10)
         cluster = a1.get("/v1/cluster")
-        time.sleep(1.0)
+        cpu1 = _cpu_s(a1.proc.pid)
+        time.sleep(2.0)
+        after_cpu = (_cpu_s(a1.proc.pid) - cpu1) / 2.0
     after = _snmp(attacker)
     elapsed = time.monotonic() - t0
     sent = json.loads(out.strip().splitlines()[-1])
@@ -168,6 +170,7 @@ def test_mdns_flood_is_bounded_and_a_real_peer_gets_in(lab3_flood):
           f"{1000 * sorted(watch.latencies)[len(watch.latencies) // 2]:.0f} ms over "
           f"{len(watch.latencies)} requests; peers {len(peers)}; newcomer in the cluster "
           f"{f'{recovered:.1f} s after the flood ended' if seen else 'never'}; "
+          f"victim CPU {100 * after_cpu:.0f} % in the 2 s after that; "
           f"attacker received TCP {after['Tcp.InSegs'] - before['Tcp.InSegs']} segments, "
           f"UDP to closed ports {after['Udp.NoPorts'] - before['Udp.NoPorts']}")
     assert a1.proc.poll() is None, a1.log()
