@@ -71,10 +71,7 @@ class OnIface:
 
 class Discovery:
     """Registers this agent and reports peers through callbacks (all on the loop).
-
-    `local_networks(addresses)` gives the subnets of the interfaces holding those
-    addresses (InterfaceMonitor.local_networks); `interface_of(address)` the name of
-    the interface that has an address."""
+    `local_networks(addresses)`: the subnets of the interfaces holding those addresses."""
 
     def __init__(
         self,
@@ -99,10 +96,12 @@ class Discovery:
         self.service = f"{dns_label(name)}-{node_id}.{SERVICE_TYPE}"
         self.server = f"{dns_label(name)}-{node_id}.local."
         self.on: dict[str, OnIface] = {}
-        #: (interface, service) resolving now (at most MAX_RESOLVING), and waiting to (a
-        #: bounded queue: a flood costs a bounded number of tasks and queries)
+        #: (interface, service) resolving now (at most MAX_RESOLVING), and services waiting
+        #: to, per interface (bounded queues, taken in turn: a flood costs a bounded number
+        #: of tasks and queries, and one LAN's flood does not hold up another's peers)
         self._resolving: dict[tuple[str, str], asyncio.Task] = {}
-        self._waiting: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._waiting: dict[str, OrderedDict[str, None]] = {}
+        self._turn = 0
         self._retries: dict[tuple[str, str], int] = {}  # unresolved: tries so far
         #: accepted services (MAX_KNOWN_SERVICES): name -> {interface: its record there}
         self._found: dict[str, dict[str, PeerRecord]] = {}
@@ -139,8 +138,8 @@ class Discovery:
                 continue
             for a in trial:
                 self._refused.pop(a, None)
-            on = self.on[key] = OnIface(key, trial, azc,
-                                        mdns_sockets.tie(azc.zeroconf, _ifname(key, addrs)))
+            untied = mdns_sockets.tie(azc.zeroconf, mdns_sockets.ifname(key, addrs))
+            on = self.on[key] = OnIface(key, trial, azc, untied)
             on.browser = AsyncServiceBrowser(azc.zeroconf, SERVICE_TYPE,
                                              handlers=[partial(self._on_change, key)])
             return
@@ -198,7 +197,7 @@ class Discovery:
                 try:
                     await on.azc.async_update_interfaces(list(addrs))
                     on.addresses = addrs
-                    on.untied = mdns_sockets.tie(on.azc.zeroconf, _ifname(key, addrs))
+                    on.untied = mdns_sockets.tie(on.azc.zeroconf, mdns_sockets.ifname(key, addrs))
                 except Exception as e:
                     log.warning("mDNS: moving %s to %s failed (%s); reopening", key,
                                 ", ".join(addrs), e)
@@ -245,8 +244,7 @@ class Discovery:
             await self._close(self.on.popitem()[1], forget=False)
 
     async def _close(self, on: OnIface, forget: bool = True) -> None:
-        for job in [j for j in self._waiting if j[0] == on.key]:
-            del self._waiting[job]
+        self._waiting.pop(on.key, None)
         for job, t in list(self._resolving.items()):
             if job[0] == on.key:
                 t.cancel()
@@ -267,7 +265,7 @@ class Discovery:
                    state_change: ServiceStateChange) -> None:
         job = (key, name)
         if state_change is ServiceStateChange.Removed:
-            self._waiting.pop(job, None)
+            self._waiting.get(key, {}).pop(name, None)
             task = self._resolving.pop(job, None)
             if task is not None:
                 task.cancel()
@@ -278,10 +276,11 @@ class Discovery:
         old = self._resolving.get(job)
         if old is not None and not old.done():
             return
-        self._waiting[job] = None
-        self._waiting.move_to_end(job)
-        if len(self._waiting) > L.MAX_RESOLVE_QUEUE:
-            (_, dropped), _ = self._waiting.popitem(last=False)
+        queue = self._waiting.setdefault(key, OrderedDict())
+        queue[name] = None
+        queue.move_to_end(name)
+        if len(queue) > L.MAX_RESOLVE_QUEUE:
+            dropped, _ = queue.popitem(last=False)
             self._count("resolve_queue_full", f"{dropped} dropped unresolved: over "
                         f"{L.MAX_RESOLVE_QUEUE} services waiting")
         self._pump()
@@ -311,12 +310,17 @@ class Discovery:
 
     def _requeue(self, job: tuple[str, str]) -> None:
         if job[0] in self.on and job not in self._resolving:
-            self._waiting[job] = None
+            self._waiting.setdefault(job[0], OrderedDict())[job[1]] = None
             self._pump()
 
     def _pump(self) -> None:
-        while self._waiting and len(self._resolving) < L.MAX_RESOLVING and self.on:
-            job, _ = self._waiting.popitem(last=False)
+        while len(self._resolving) < L.MAX_RESOLVING and self.on:
+            keys = [k for k, queue in self._waiting.items() if queue]
+            if not keys:
+                break
+            self._turn += 1
+            key = keys[self._turn % len(keys)]  # interfaces in turn
+            job = (key, self._waiting[key].popitem(last=False)[0])
             self._resolving[job] = asyncio.create_task(self._resolve(job),
                                                        name=f"mdns-{job[1]}")
 
@@ -331,7 +335,7 @@ class Discovery:
             # 3 s for a peer's answer; a fraction of that while a queue waits (a flood of
             # records with no SRV/TXT/A would otherwise hold real peers up for minutes)
             ok = await info.async_request(on.azc.zeroconf,
-                                          3000 if not self._waiting else 1000)
+                                          3000 if not self._waiting.get(key) else 1000)
         except Exception as e:
             self._ignore(name, "unresolvable", str(e))
             return
@@ -390,7 +394,3 @@ class Discovery:
                 return
         self.ignored.append(Ignored(service, reason, detail))
         self._count(reason, f"ignoring {service}: {reason}" + (f" ({detail})" if detail else ""))
-
-
-def _ifname(key: str, addrs: tuple[str, ...]) -> str | None:
-    return None if key in addrs else key  # an address is its own key when no NIC has it

@@ -51,6 +51,11 @@ def group_by_interface(addresses: Iterable[str],
     return {k: tuple(v) for k, v in out.items()}
 
 
+def ifname(key: str, addrs: tuple[str, ...]) -> str | None:
+    """The interface of a group_by_interface() key (None: the address is its own key)."""
+    return None if key in addrs else key
+
+
 def sockets_of(zc) -> list[socket.socket]:
     """The sockets a python-zeroconf instance reads from: its listen socket and its
     responder sockets (before its transports exist, and after)."""

@@ -55,7 +55,7 @@ def _discovery(found: list, removed: list, untied: str | None = None) -> D.Disco
 async def _heard(d: D.Discovery, iface: str, addresses: list[str]) -> None:
     FakeInfo.answers[(iface, SVC)] = addresses
     d._on_change(iface, None, D.SERVICE_TYPE, SVC, ServiceStateChange.Added)
-    while d._resolving or d._waiting:
+    while d._resolving or any(d._waiting.values()):
         await asyncio.sleep(0)
 
 
@@ -170,3 +170,34 @@ def test_tie_says_why_it_could_not():
                 "cannot bind its sockets to xthnosuch0: No such device")
     finally:
         s.close()
+
+
+def test_a_flood_on_one_lan_does_not_hold_up_discovery_on_another():
+    async def main():
+        found, removed = [], []
+        d = _discovery(found, removed)
+        started: list[tuple[str, str]] = []
+        release = asyncio.Event()
+
+        async def resolve(job):
+            started.append(job)
+            try:
+                await release.wait()
+            finally:
+                d._resolving.pop(job, None)
+                d._pump()
+
+        d._resolve = resolve
+        for i in range(2000):  # LAN A's flood fills its queue
+            d._on_change("xthA", None, D.SERVICE_TYPE, f"f{i}.{D.SERVICE_TYPE}",
+                         ServiceStateChange.Added)
+        d._on_change("xthB", None, D.SERVICE_TYPE, SVC, ServiceStateChange.Added)
+        await asyncio.sleep(0)
+        release.set()
+        while ("xthB", SVC) not in started and len(started) < 2100:
+            await asyncio.sleep(0)
+        # among the first few resolved, not behind LAN A's 1024 waiting services
+        assert started.index(("xthB", SVC)) <= 8 + 2, started.index(("xthB", SVC))
+        assert len(d._waiting["xthA"]) <= 1024
+
+    asyncio.run(main())
