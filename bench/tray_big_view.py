@@ -8,10 +8,14 @@ What it measures
     numbers change on every request, as a live cluster's do. Built from the recorded
     view in tests/qt/fixtures/cluster.json (its first node and link as templates).
     Then it runs the tray app attached to it with the dashboard open
-    (`python -m exotray --port P --no-mdns --state-dir TMP --dashboard`, offscreen Qt),
-    and samples the app's process every second for --seconds: RSS (MiB, median and
-    max), CPU % of one core, and how many views the app fetched (it polls every second;
-    a GUI that falls behind still fetches, and keeps only the latest view).
+    (`exotray --port P --no-mdns --state-dir TMP --dashboard`, offscreen Qt), and samples
+    the app's process every second for --seconds: RSS (MiB, median and max), CPU % of
+    one core, and how many views the app fetched (it polls every second; a GUI that
+    falls behind still fetches, and keeps only the latest view).
+    Responsiveness, from inside the app (PROBE below, wrapped around the same `main`):
+    how long the GUI thread spends on each view (App._cluster: menu, window, topology,
+    table), and how late a 50 ms timer on the GUI thread fires (the longest a click or a
+    repaint waits), median / p99 / max over the measured seconds.
 
     It measures and prints; it asserts nothing. Loopback only, no agent, no mDNS.
 
@@ -45,6 +49,44 @@ sys.path.insert(0, str(ROOT))
 from exotray.agent import limits as L  # noqa: E402
 
 FIXTURE = ROOT / "tests/qt/fixtures/cluster.json"
+
+#: the tray app, with a 50 ms timer measuring the GUI thread's lateness and the time each
+#: cluster view takes on it; both written to a file every second (argv: file, then the
+#: tray's own arguments)
+PROBE = r"""
+import json, sys, time
+from pathlib import Path
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+from exotray.cli import main
+from exotray.ui import app as A
+out = Path(sys.argv[1])
+qapp = QApplication(sys.argv[:1])
+lags, handle, last = [], [], [time.monotonic()]
+def tick():
+    now = time.monotonic()
+    lags.append(now - last[0] - 0.05)
+    last[0] = now
+tick_timer = QTimer(); tick_timer.setInterval(50); tick_timer.timeout.connect(tick)
+tick_timer.start()
+orig = A.App._cluster
+def timed(self, cluster):
+    t0 = time.monotonic()
+    orig(self, cluster)
+    handle.append((t0, time.monotonic() - t0))
+A.App._cluster = timed
+def dump():
+    out.write_text(json.dumps({"lags": [(time.monotonic(), x) for x in lags[-400:]],
+                               "handle": handle[-200:]}))
+dump_timer = QTimer(); dump_timer.setInterval(1000); dump_timer.timeout.connect(dump)
+dump_timer.start()
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
 def build_view(peers: int) -> dict:
@@ -131,7 +173,8 @@ def main() -> int:
     port = server.server_address[1]
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-        app = subprocess.Popen([sys.executable, "-m", "exotray", "--port", str(port),
+        probe = Path(tmp) / "probe.json"
+        app = subprocess.Popen([sys.executable, "-c", PROBE, str(probe), "--port", str(port),
                                 "--no-mdns", "--state-dir", tmp, "--dashboard"],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
@@ -145,6 +188,10 @@ def main() -> int:
             cpu = (sum(proc.cpu_times()[:2]) - cpu0) / (time.monotonic() - t0)
             fetched = server.served - served0
             alive = app.poll() is None
+            time.sleep(1.2)  # its last dump
+            seen = json.loads(probe.read_text()) if probe.exists() else {}
+            lags = [x for t, x in seen.get("lags", []) if t >= t0]
+            handle = [x for t, x in seen.get("handle", []) if t >= t0]
         finally:
             app.terminate()
             try:
@@ -154,12 +201,17 @@ def main() -> int:
                 app.wait(5)
             server.shutdown()
     links = sum(len(n["links"]) for n in view["nodes"])
+    ms = 1000
     print("| nodes | links | view bytes | app RSS median / max (MiB) | app CPU (% of a core) "
-          "| views fetched per s | app alive |")
-    print("|---|---|---|---|---|---|---|")
+          "| views fetched per s | GUI time per view median / max (ms) "
+          "| GUI timer late median / p99 / max (ms) | app alive |")
+    print("|---|---|---|---|---|---|---|---|---|")
     print(f"| {len(view['nodes'])} | {links} | {size / 1e6:.1f} MB | "
           f"{statistics.median(rss):.0f} / {max(rss):.0f} | {100 * cpu:.0f} | "
-          f"{fetched / args.seconds:.2f} | {alive} |")
+          f"{fetched / args.seconds:.2f} | {ms * _pct(handle, 0.5):.0f} / "
+          f"{ms * max(handle, default=float('nan')):.0f} | {ms * _pct(lags, 0.5):.0f} / "
+          f"{ms * _pct(lags, 0.99):.0f} / {ms * max(lags, default=float('nan')):.0f} | "
+          f"{alive} |")
     return 0
 
 

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import secrets
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,6 +28,7 @@ from starlette.routing import BaseRoute, Route
 from exotray.agent import captest, control, metrics, store
 from exotray.agent.guard import RequestGuard
 from exotray.agent.keys import SIGNATURE_HEADER, ClusterKeyError, sign, signed_by
+from exotray.agent.shared_view import SharedView
 from exotray.core.events import EventLog
 from exotray.core.settings import Settings, SettingsError
 
@@ -129,9 +131,13 @@ def create_app(agent: Services, registry: CollectorRegistry,
             resp.headers[SIGNATURE_HEADER] = sign(agent.key, resp.body)
         return resp
 
-    async def cluster(request: Request) -> JSONResponse:
-        return JSONResponse(agent.cluster(
-            local=control.is_loopback(request.client.host if request.client else None)))
+    # its own clock: a cache of the HTTP layer, not a measurement (tests' agents may run
+    # on a clock that stands still)
+    views = SharedView(lambda local: agent.cluster(local=local), time.monotonic)
+
+    async def cluster(request: Request) -> Response:
+        return views.response(
+            control.is_loopback(request.client.host if request.client else None))
 
     async def interfaces(request: Request) -> JSONResponse:
         return JSONResponse(agent.interfaces())

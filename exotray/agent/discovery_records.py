@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
 from collections.abc import Iterable
@@ -25,6 +26,25 @@ class PeerRecord:
     proto: int
     port: int
     addresses: tuple[str, ...]
+
+
+@dataclass
+class Ignored:
+    service: str
+    reason: str
+    detail: str
+
+
+def merged(recs: dict[str, PeerRecord]) -> PeerRecord:
+    """One peer from its records on several interfaces: the addresses of each."""
+    first = next(iter(recs.values()))
+    addrs = sorted({a for r in recs.values() for a in r.addresses})
+    return dataclasses.replace(first, addresses=tuple(addrs[:MAX_ADDRESSES_PER_RECORD]))
+
+
+def dns_label(name: str) -> str:
+    label = re.sub(r"[^A-Za-z0-9-]+", "-", name).strip("-")[:40]
+    return label or "exotray"
 
 
 class RecordRejected(ValueError):
@@ -104,7 +124,8 @@ def parse_record(
         if any(ip in n for n in nets) and not ip.is_loopback and not ip.is_unspecified:
             good.append(a)
     if not good:
-        raise RecordRejected("no_address", f"{list(addresses)} not on any local subnet")
+        raise RecordRejected("no_address",
+                             f"{list(addresses)} not on the subnets it may come from")
     # One record, at most MAX_ADDRESSES_PER_RECORD links (100 A records are not 100 links)
     kept = tuple(sorted(set(good))[:MAX_ADDRESSES_PER_RECORD])
     return PeerRecord(service, peer_id, name, version, proto, port, kept)

@@ -67,6 +67,10 @@ CAPTEST_WINDOW_S = 60.0
 MAX_CLUSTER_LINKS_PER_NODE = 64
 #: interfaces of one peer shown in /v1/cluster
 MAX_CLUSTER_IFACES_PER_NODE = 32
+#: renderings of /v1/cluster in memory at once (one serves all requests of a quarter
+#: second; slow readers keep theirs until the send timeout cuts them off); beyond this a
+#: new request gets the latest rendering, however old
+MAX_VIEWS_HELD = 4
 
 # -- files -------------------------------------------------------------------------------
 #: the --events file is rotated (to FILE.1, replacing an older one) beyond this size

@@ -340,7 +340,7 @@ class Agent:
             self.discovery = Discovery(
                 node_id=self.node_id, name=s.name, port=self.port,
                 on_found=self.table.mdns_found, on_removed=self.table.mdns_removed,
-                local_networks=lambda: self.monitor.local_networks(self.mdns_addresses()),
+                local_networks=self.monitor.local_networks,
             )
             await self.discovery.start(self.mdns_addresses())
         api = self.loops.run("api", self._server.serve(sockets=[tcp]))

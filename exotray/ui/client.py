@@ -9,7 +9,8 @@ blocks on the network.
 Only the latest cluster view is kept for the GUI: the worker replaces a view the GUI has
 not taken yet instead of queueing another, so a GUI that is slow to draw a big cluster
 gets the newest view when it is ready and never a backlog (issue 18 finding 4: views
-emitted every second piled up in Qt's event queue, gigabytes of them).
+emitted every second piled up in Qt's event queue, gigabytes of them). And the GUI gets
+at least as long to itself between two views as the last one took to show.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from exotray.core.paths import read_token
 from exotray.ui.localhttp import Error as HttpError
@@ -59,6 +61,9 @@ class AgentClient(QObject):
         self._latest_lock = threading.Lock()
         self._latest: tuple[Any] | None = None  # (view,) not yet taken by the GUI
         self._viewWaiting.connect(self._deliver)
+        self.clock = time.monotonic
+        self._not_before = 0.0  # no view is handed out before this time (self.clock)
+        self._deferred = False
         #: views replaced before the GUI took them (for tests and diagnostics)
         self.views_skipped = 0
 
@@ -125,11 +130,26 @@ class AgentClient(QObject):
                             control=True)
 
     def _deliver(self) -> None:
-        """GUI thread: hand out the latest view."""
+        """GUI thread: hand out the latest view, but only once the GUI has had as long
+        to itself as the last view took (the largest view, 8000 links, takes it a good
+        part of a second: clicks and repaints get their turn between views)."""
+        wait = self._not_before - self.clock()
+        if wait > 0:
+            if not self._deferred:
+                self._deferred = True
+                QTimer.singleShot(max(1, round(wait * 1000)), self._deliver_later)
+            return
         with self._latest_lock:
             item, self._latest = self._latest, None
         if item is not None:
+            t0 = self.clock()
             self.clusterChanged.emit(item[0])
+            done = self.clock()
+            self._not_before = done + (done - t0)
+
+    def _deliver_later(self) -> None:
+        self._deferred = False
+        self._deliver()
 
     def _publish(self, view: Any) -> None:
         """Worker thread: make `view` the latest; signal only if none was waiting."""

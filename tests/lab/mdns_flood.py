@@ -5,7 +5,9 @@ to 224.0.0.251:5353. Run inside a lab namespace only (LAB.md); bounded in rounds
     python mdns_flood.py SPEC.json
     SPEC: {"source": "10.213.x.y", "rounds": 3, "gap_s": 2.0,
            "services": [{"name": "...", "id": "...", "port": 41000,
-                         "addresses": ["10.213.x.z", ...]}, ...]}
+                         "addresses": ["10.213.x.z", ...]}, ...],
+           "unicast": {"to": "10.213.x.w", "services": [...]}}   (optional: these are
+    sent, once a round, by unicast to port 5353 of that address)
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ def main() -> int:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((spec["source"], 5353))  # responses come from the mDNS port
     pkts = packets(spec["services"])
+    uni = spec.get("unicast") or {"to": None, "services": []}
+    uni_pkts = packets(uni["services"])
     sent = 0
     for r in range(int(spec["rounds"])):  # bounded
         for i, p in enumerate(pkts):
@@ -77,6 +81,9 @@ def main() -> int:
             sent += 1
             if i % 50 == 49:
                 time.sleep(0.005)
+        for p in uni_pkts:
+            sock.sendto(p, (uni["to"], 5353))
+            sent += 1
         if r + 1 < int(spec["rounds"]):
             time.sleep(float(spec["gap_s"]))
     print(json.dumps({"packets": sent, "per_round": len(pkts)}))

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from helpers import AgentProc
 
-STALE = re.compile(r"^xt([0-9a-f]{3})(br|h\d+)$")
+STALE = re.compile(r"^xt([0-9a-z]{3})(br|h\d+)$")
 #: a file per live lab holding its creator's pid, so concurrent runs leave each other be
 OWNERS = Path("/tmp/exotray-lab")
 
@@ -100,10 +100,20 @@ class Lab:
         """`tag` (names xt<tag>...) and `net` (10.213.<net>.0/24, and <net>+1 for a
         second LAN) when a run must keep to a given prefix; random (free) otherwise."""
         existing = run("ip", "netns", "list", check=False).stdout
-        self.tag = tag or secrets.token_hex(2)[:3]
+        # XT_LAB_TAG_PREFIX: the first letter(s) of the tag, so that engineers sharing a
+        # machine each have names of their own (xt<prefix>...)
+        prefix = os.environ.get("XT_LAB_TAG_PREFIX", "")[:2]
+
+        def new_tag() -> str:
+            return prefix + secrets.token_hex(2)[:3 - len(prefix)]
+
+        self.tag = tag or new_tag()
         while tag is None and f"xt{self.tag}br" in existing:
-            self.tag = secrets.token_hex(2)[:3]
-        self.net = net if net is not None else 100 + 2 * secrets.randbelow(50)
+            self.tag = new_tag()
+        # XT_LAB_NET: the third octet of labs that do not choose theirs (LAN B is the next)
+        env_net = os.environ.get("XT_LAB_NET")
+        self.net = (net if net is not None else int(env_net) if env_net
+                    else 100 + 2 * secrets.randbelow(50))
         self.br_ns = f"xt{self.tag}br"
         self.bridge = f"xt{self.tag}b0"
         self.hosts: list[Host] = []

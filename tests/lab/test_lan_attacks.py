@@ -3,10 +3,13 @@ what the agent does about it (limits.py, guard.py). Each test does the attack, b
 in count and time, and shows the fix; the figures it prints go to docs/benchmarks.md.
 
 - mDNS flood (findings 1, 2, 3): a thousand announced services, one with 100 addresses,
-  100 naming a bystander on 100 ports, some off our subnet. The agent's table, links and
-  probes stay bounded, it never fetches from an address that did not answer, the API
-  answers in under a second throughout, a real peer that starts during the flood is in
-  the cluster within seconds, and errors about other hosts are not shown to the LAN.
+  100 naming a bystander on 100 ports, 50 naming addresses of LAN B (which the victim
+  and the newcomer also sit on) from LAN A, by multicast, and one more by unicast to the
+  victim's LAN B address. The agent's table, links and probes stay bounded, it never
+  fetches from an address that did not answer, takes addresses only on the subnet of the
+  interface a record came in on, the API answers in under a second throughout, a real
+  peer that starts during the flood is in the cluster within seconds (with its LAN B
+  address, heard on LAN B), and errors about other hosts are not shown to the LAN.
 - idle connections, DNS rebinding and cross-site posts (findings 6, 7).
 - capacity-test abuse (finding 8).
 """
@@ -94,16 +97,25 @@ def _flood_spec(lab: Lab, attacker, n: int) -> dict:
     for i in range(100):  # a scan of a bystander (here: the attacker itself, to count)
         add(f"scan-{i}", 41000 + i, [attacker.addr])
     add("hundred", 52480, [f"10.213.{net}.{i}" for i in range(100, 200)])
-    for i in range(50):  # off our subnet
+    for i in range(50):  # LAN B's subnet, announced on LAN A (its hosts do not exist)
         add(f"off-{i}", 52480, [f"10.213.{net + 1}.{10 + i}"])
+    # on LAN A, the newcomer's real LAN B address (its agent answers probes there)
+    add("cross", 52480, [f"10.213.{net + 1}.3"])
     for i in range(max(0, n - len(services))):  # on our subnet, hosts that do not exist
         add(f"flood-{i}", 52480, [f"10.213.{net}.{10 + i % 240}"])
-    return {"source": attacker.addr, "rounds": 3, "gap_s": 2.0, "services": services}
+    # and by unicast to the victim's LAN B address, through LAN A (SO_BINDTODEVICE)
+    unicast = {"to": f"10.213.{net + 1}.1", "services": [
+        {"name": "cross-unicast", "id": secrets.token_hex(6), "port": 52480,
+         "addresses": [f"10.213.{net + 1}.{200 + i}" for i in range(4)]}]}
+    return {"source": attacker.addr, "rounds": 3, "gap_s": 2.0, "services": services,
+            "unicast": unicast}
 
 
 @pytest.fixture
 def lab3_flood(tmp_path):
-    with Lab(3, net=180) as lab:
+    with Lab(3, net=200) as lab:
+        # LAN B (10.213.201.0/24) joins the victim (h1) and the newcomer (h3)
+        lab.add_lan([lab.hosts[0], lab.hosts[2]])
         agents = Agents(lab, tmp_path)
         try:
             yield lab, agents, tmp_path
@@ -114,8 +126,11 @@ def lab3_flood(tmp_path):
 def test_mdns_flood_is_bounded_and_a_real_peer_gets_in(lab3_flood):
     lab, agents, tmp = lab3_flood
     victim, attacker, newcomer = lab.hosts
-    a1 = agents.start(victim, name="victim")
+    lan_b = f"10.213.{lab.net + 1}."
+    a1 = agents.start(victim, "--mdns-interface", lan_b + "1", name="victim")
     a1.wait_ready()
+    # the attacker reaches the victim's LAN B address through LAN A (weak host model)
+    attacker.exec("ip", "route", "add", lan_b + "1/32", "dev", attacker.veth)
     spec = tmp / "flood.json"
     spec.write_text(json.dumps(_flood_spec(lab, attacker, FLOOD_N)))
     before, cpu0 = _snmp(attacker), _cpu_s(a1.proc.pid)
@@ -124,7 +139,7 @@ def test_mdns_flood_is_bounded_and_a_real_peer_gets_in(lab3_flood):
         flood = attacker.popen(sys.executable, str(FLOOD), str(spec), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
         time.sleep(2.5)  # into the flood: a real agent starts on the LAN
-        a3 = agents.start(newcomer, name="newcomer")
+        a3 = agents.start(newcomer, "--mdns-interface", lan_b + "3", name="newcomer")
         out, _ = flood.communicate(timeout=40)
         assert flood.returncode == 0, out
         t_end = time.monotonic()
@@ -133,8 +148,17 @@ def test_mdns_flood_is_bounded_and_a_real_peer_gets_in(lab3_flood):
         seen = wait_for(lambda: any(n["node"]["id"] == a3_id
                                     for n in a1.get("/v1/cluster")["nodes"]), 20)
         recovered = time.monotonic() - t_end
+
+        def newcomer_addresses() -> set[str]:
+            return {a for p in a1.get("/v1/cluster")["peers"] if p["id"] == a3_id
+                    for a in p["addresses"]}
+
+        both = {f"{newcomer.addr}:52480", f"{lan_b}3:52480"}
+        on_b = wait_for(lambda: newcomer_addresses() == both, 10)
         cluster = a1.get("/v1/cluster")
-        time.sleep(1.0)
+        cpu1 = _cpu_s(a1.proc.pid)
+        time.sleep(2.0)
+        after_cpu = (_cpu_s(a1.proc.pid) - cpu1) / 2.0
     after = _snmp(attacker)
     elapsed = time.monotonic() - t0
     sent = json.loads(out.strip().splitlines()[-1])
@@ -146,6 +170,7 @@ def test_mdns_flood_is_bounded_and_a_real_peer_gets_in(lab3_flood):
           f"{1000 * sorted(watch.latencies)[len(watch.latencies) // 2]:.0f} ms over "
           f"{len(watch.latencies)} requests; peers {len(peers)}; newcomer in the cluster "
           f"{f'{recovered:.1f} s after the flood ended' if seen else 'never'}; "
+          f"victim CPU {100 * after_cpu:.0f} % in the 2 s after that; "
           f"attacker received TCP {after['Tcp.InSegs'] - before['Tcp.InSegs']} segments, "
           f"UDP to closed ports {after['Udp.NoPorts'] - before['Udp.NoPorts']}")
     assert a1.proc.poll() is None, a1.log()
@@ -163,8 +188,12 @@ def test_mdns_flood_is_bounded_and_a_real_peer_gets_in(lab3_flood):
     assert seen, "the real peer never made it into the cluster view"
     assert len(peers) <= L.MAX_PEERS
     assert all(len(p["addresses"]) <= L.MAX_LINKS_PER_PEER for p in peers)
-    assert not [p for p in peers for a in p["addresses"]
-                if not a.startswith(f"10.213.{lab.net}.")]  # only our subnet
+    # LAN B addresses only from the newcomer, heard on LAN B; none of those announced
+    # on LAN A (by multicast or unicast), the newcomer's own among them
+    assert on_b, newcomer_addresses()
+    assert not [(p["name"], a) for p in peers for a in p["addresses"]
+                if not a.startswith(f"10.213.{lab.net}.") and p["id"] != a3_id]
+    assert "no_address" in a1.log() and f"heard on {victim.veth}" in a1.log()
     assert len(scan) <= L.MAX_MDNS_PEERS_PER_ADDRESS
     assert all(p["last_error"] is None for p in peers)  # not shown to the LAN
     # Nothing fetched from the bystander (it never answered a probe): not one TCP
@@ -178,7 +207,7 @@ def test_mdns_flood_is_bounded_and_a_real_peer_gets_in(lab3_flood):
 
 @pytest.fixture
 def lab2_pair(tmp_path):
-    with Lab(2, net=182) as lab:
+    with Lab(2, net=202) as lab:
         agents = Agents(lab, tmp_path)
         try:
             h1, h2 = lab.hosts
@@ -325,6 +354,75 @@ def test_a_stalled_agent_does_not_cry_wolf(lab2_pair):
     assert all(lk["state"] == "up" for lk in a1.get("/v1/snapshot")["links"])
 
 
+SLOW = r"""
+import json, socket, sys, time
+host, port, n, wait_s = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+sources = sys.argv[5].split(",")
+socks = []
+for i in range(n):  # ask for the cluster view, then do not read it
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.bind((sources[i % len(sources)], 0))
+    s.connect((host, port))
+    s.sendall(f"GET /v1/cluster HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    socks.append(s)
+print("asked", flush=True)
+time.sleep(wait_s)
+got, ended = [], 0
+for s in socks:  # now read: what the agent still sends, and whether it hung up
+    s.settimeout(1.0)
+    total = 0
+    try:
+        while b := s.recv(65536):
+            total += len(b)
+        ended += 1
+    except ConnectionResetError:
+        ended += 1
+    except TimeoutError:
+        pass  # still open: the agent kept it, and what it had not sent yet
+    got.append(total)
+    s.close()
+print(json.dumps({"n": n, "ended": ended, "max_bytes": max(got)}))
+"""
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _slow_readers_are_cut_off(lab: Lab, agent, view_bytes: int, n: int = 100) -> None:
+    """Finding 4's slow readers: 100 clients on the LAN (from 7 addresses of h2, 15 each:
+    under the per-source limit) ask for the big cluster view and do not read it. The
+    agent holds a piece of it for each, not a copy, and ends each connection at
+    SEND_TIMEOUT_S (before: 100 readers of a 6 MB view held 360 MB for as long as they
+    liked). Over the LAN, not loopback: loopback's 64 KB MSS gives every connection a
+    send buffer of megabytes, which would swallow the whole view."""
+    target, readers_host = lab.hosts
+    sources = [f"10.213.{lab.net}.{100 + k}" for k in range(-(-n // 15))]
+    for a in sources:
+        readers_host.exec("ip", "addr", "add", f"{a}/24", "dev", readers_host.veth)
+    rss0 = _rss_mib(agent.proc.pid)
+    readers = readers_host.popen(sys.executable, "-c", SLOW, target.addr, "52480", str(n),
+                                 str(L.SEND_TIMEOUT_S + 3), ",".join(sources),
+                                 stdout=subprocess.PIPE, text=True)
+    assert readers.stdout.readline().strip() == "asked"
+    time.sleep(2.0)
+    rss_held = _rss_mib(agent.proc.pid)
+    out, _ = readers.communicate(timeout=L.SEND_TIMEOUT_S + 3 + n * 1.0 + 10)
+    rss_after = _rss_mib(agent.proc.pid)
+    res = json.loads(out.strip().splitlines()[-1])
+    print(f"{n} slow readers of a {view_bytes / 1e6:.2f} MB view: agent RSS {rss0:.0f} MiB "
+          f"before, {rss_held:.0f} MiB while they were not reading, {rss_after:.0f} MiB "
+          f"after; {res['ended']} of {n} connections ended by the agent within "
+          f"{L.SEND_TIMEOUT_S + 3:g} s, each reader got at most {res['max_bytes']} bytes")
+    assert res["ended"] == n
+    assert res["max_bytes"] < view_bytes  # cut off, not sent in full
+    assert agent.get("/v1/snapshot")["node"]["name"] == "h1b"  # and it still answers
+
+
 def _huge_snapshot(node_id: str, links: int = 1024) -> bytes:
     link = {"id": "x", "peer_id": "p", "peer_name": "p", "local_interface": "eth0",
             "local_label": None, "peer_address": "10.213.0.1", "peer_port": 1,
@@ -381,6 +479,7 @@ def test_huge_valid_snapshots_make_a_bounded_cluster_view(lab2_pair):
                     assert len(n["links"]) == L.MAX_CLUSTER_LINKS_PER_NODE
                     assert n["truncated"] == 1024 - L.MAX_CLUSTER_LINKS_PER_NODE
             assert len(raw) < 1_500_000
+            _slow_readers_are_cut_off(lab, a1b, len(raw))
         finally:
             a1b.close()
     finally:

@@ -52,3 +52,26 @@ def test_a_busy_gui_gets_the_latest_view_not_a_backlog(qtbot, tmp_path):
         client.stop()
         server.shutdown()
         server.server_close()
+
+
+def test_the_gui_gets_as_long_to_itself_between_views_as_the_last_view_took(qtbot, tmp_path):
+    """A view that kept the GUI thread 0.5 s (on the client's clock): the next one is
+    handed out only 0.5 s after it was done, and it is the latest by then."""
+    client = AgentClient(1, tmp_path)  # not started: views are published by hand
+    now = [100.0]
+    client.clock = lambda: now[0]
+    got: list[int] = []
+
+    def show(view):
+        got.append(view["n"])
+        now[0] += 0.5  # drawing it took 0.5 s
+
+    client.clusterChanged.connect(show)
+    client._publish({"n": 1})
+    assert got == [1]
+    client._publish({"n": 2})  # the GUI's turn: it waits
+    client._publish({"n": 3})
+    qtbot.wait(50)
+    assert got == [1]
+    now[0] += 0.5
+    qtbot.waitUntil(lambda: got == [1, 3], timeout=3000)  # then only the latest

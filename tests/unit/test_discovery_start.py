@@ -29,7 +29,7 @@ class FakeZeroconf:
     async def async_close(self) -> None:
         pass
 
-    async def async_register_service(self, info, allow_name_change=False) -> None:
+    async def async_register_service(self, info, **kw) -> None:
         pass
 
 
@@ -38,13 +38,15 @@ def fake(monkeypatch):
     FakeZeroconf.opened = []
     monkeypatch.setattr(D, "AsyncZeroconf", FakeZeroconf)
     monkeypatch.setattr(D, "AsyncServiceBrowser", lambda *a, **k: None)
+    monkeypatch.setattr(D.mdns_sockets, "tie", lambda zc, ifname: None)
     return FakeZeroconf
 
 
 def _discovery() -> D.Discovery:
     return D.Discovery(node_id="abc123", name="studio-1", port=52480,
                        on_found=lambda r: None, on_removed=lambda k: None,
-                       local_networks=lambda: [])
+                       local_networks=lambda addrs: [],
+                       interface_of=lambda a: f"if-{a}")  # one interface each
 
 
 def test_one_refusing_interface_does_not_stop_the_others(fake):
@@ -54,7 +56,8 @@ def test_one_refusing_interface_does_not_stop_the_others(fake):
         d = _discovery()
         await d.start(["192.168.1.20", "100.64.0.2", "169.254.3.4"])
         assert d.running
-        assert fake.opened[-1] == ["169.254.3.4", "192.168.1.20"]
+        # one zeroconf per interface; the refusing one is left out
+        assert sorted(fake.opened) == [["169.254.3.4"], ["192.168.1.20"]]
         assert d.problem == "mDNS cannot use 100.64.0.2 (EADDRNOTAVAIL on 100.64.0.2)"
         # The same set again is not retried on every interface check.
         n = len(fake.opened)

@@ -236,23 +236,25 @@ def test_a_flood_of_announcements_is_resolved_a_few_at_a_time_from_a_bounded_que
                 d._pump()
 
         d._resolve = resolve  # the queue, not zeroconf, is under test
-        d._azc = object()  # type: ignore[assignment]
+        d.on = {"eth0": object()}  # type: ignore[dict-item]
         n = 2000
         for i in range(n):
-            d._on_change(None, SERVICE_TYPE, f"s{i}.{SERVICE_TYPE}", ServiceStateChange.Added)
+            d._on_change("eth0", None, SERVICE_TYPE, f"s{i}.{SERVICE_TYPE}",
+                         ServiceStateChange.Added)
         await asyncio.sleep(0)
         assert len(d._resolving) == L.MAX_RESOLVING
-        assert len(d._waiting) == L.MAX_RESOLVE_QUEUE
+        assert len(d._waiting["eth0"]) == L.MAX_RESOLVE_QUEUE
         assert d.ignored_counts["resolve_queue_full"] == n - L.MAX_RESOLVING - L.MAX_RESOLVE_QUEUE
         # a goodbye takes a waiting one out; the newest are the ones kept waiting
-        d._on_change(None, SERVICE_TYPE, f"s{n - 1}.{SERVICE_TYPE}", ServiceStateChange.Removed)
-        assert f"s{n - 1}.{SERVICE_TYPE}" not in d._waiting
+        d._on_change("eth0", None, SERVICE_TYPE, f"s{n - 1}.{SERVICE_TYPE}",
+                     ServiceStateChange.Removed)
+        assert f"s{n - 1}.{SERVICE_TYPE}" not in d._waiting["eth0"]
         release.set()
         for _ in range(5000):
-            if not d._waiting and not d._resolving:
+            if not any(d._waiting.values()) and not d._resolving:
                 break
             await asyncio.sleep(0)
-        assert not d._waiting and not d._resolving
+        assert not any(d._waiting.values()) and not d._resolving
         assert len(started) == L.MAX_RESOLVING + L.MAX_RESOLVE_QUEUE - 1
 
     asyncio.run(run())
