@@ -235,14 +235,16 @@ class GraphCache:
         for e, (p, r) in zip(self._edges, self._where, strict=True):
             # Edge.__init__'s state and utilization, inline: this is the per-second path
             primary = links[p[0]][p[1]]
-            state, util = primary["state"], _known_utilization(primary)
+            state = primary["state"]
+            # (_known_utilization, inline)
+            util = None if primary.get("rdma") == "not_counted" else primary.get("utilization")
             reverse = None
             if r is not None:
                 reverse = links[r[0]][r[1]]
                 other = reverse["state"]
                 if rank.get(other, 2) > rank.get(state, 2):
                     state = other
-                u = _known_utilization(reverse)
+                u = None if reverse.get("rdma") == "not_counted" else reverse.get("utilization")
                 if u is not None and (util is None or u > util):
                     util = u
             e.primary, e.reverse, e.state, e.utilization = primary, reverse, state, util
