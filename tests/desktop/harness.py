@@ -111,6 +111,9 @@ class Desktop:
         self.monitor_log = self.dir / "dbus-monitor.log"
         self._procs: list[tuple[str, subprocess.Popen[Any]]] = []
         self._files: list[Any] = []
+        #: the bus socket's directory: short, in /tmp (a unix socket's path has at most
+        #: 107 bytes, and pytest's tmp_path under xdist is already ~90 long)
+        self._bus_dir: str | None = None
 
     # ---------------------------------------------------------------- availability
 
@@ -189,6 +192,9 @@ class Desktop:
             with contextlib.suppress(Exception):
                 self._own_tmp.cleanup()
             self._own_tmp = None
+        if self._bus_dir is not None:
+            shutil.rmtree(self._bus_dir, ignore_errors=True)
+            self._bus_dir = None
 
     def pids(self) -> dict[str, int]:
         return {name: p.pid for name, p in self._procs}
@@ -233,8 +239,8 @@ class Desktop:
         self.display = ":" + data.strip()
 
     def _start_bus(self) -> None:
-        sockdir = self.dir / "bus"
-        sockdir.mkdir(exist_ok=True)
+        self._bus_dir = tempfile.mkdtemp(prefix="xtbus-")
+        sockdir = Path(self._bus_dir)
         conf = self.dir / "session-bus.conf"
         conf.write_text(_BUS_CONFIG.format(dir=sockdir))
         proc = self._spawn(

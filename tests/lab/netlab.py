@@ -19,6 +19,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -345,7 +346,10 @@ class Avahi:
         self.host = host
         self.dir = tmp / f"avahi-{host.ns}"
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.socket = self.dir / "system_bus_socket"
+        # the socket in a short directory of its own: a unix socket's path has at most
+        # 107 bytes, and pytest's tmp_path under xdist is already ~90 long
+        self._sock_dir = tempfile.mkdtemp(prefix="xtavahi-")
+        self.socket = Path(self._sock_dir) / "system_bus_socket"
         self.env = {**os.environ, "DBUS_SYSTEM_BUS_ADDRESS": f"unix:path={self.socket}"}
         self._procs: list[subprocess.Popen] = []
 
@@ -427,6 +431,7 @@ class Avahi:
                 p.kill()
                 p.wait(5)
         self._procs.clear()
+        shutil.rmtree(self._sock_dir, ignore_errors=True)
 
 
 class Agents:

@@ -46,9 +46,11 @@ def test_mdns_three_agents_see_each_other(lab3):
     times = {}
     for a in started:
         others = set(names) - {a.name}
+        # a bound for the test, not the figure: how fast discovery is (~0.6-1.7 s) is
+        # measured by bench/lab_scale.py; a loaded CI machine starts agents slower
         ok = wait_for(lambda a=a, o=others: up_peer_names(a) == o,
-                      3.0 - (time.monotonic() - last_start))
-        assert ok, f"{a.name} did not see {others} within 3 s:\n{a.log()}"
+                      15.0 - (time.monotonic() - last_start))
+        assert ok, f"{a.name} did not see {others} within 15 s:\n{a.log()}"
         times[a.name] = time.monotonic() - last_start
     print(f"\nmDNS discovery, from the last agent's start: {times}")
     for a, h in zip(started, lab.hosts, strict=True):
