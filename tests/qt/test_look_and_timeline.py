@@ -5,7 +5,9 @@ Real widgets offscreen; the one stand-in is the desktop telling Qt its colour sc
 
 from __future__ import annotations
 
+import gc
 import tomllib
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -121,14 +123,46 @@ def test_timeline_shows_a_real_agents_events_and_a_click_selects_the_link(qtbot,
         assert w.table.selected_link() == event["link_id"]
         assert w.topology.selected_link() == event["link_id"]
         assert not w.details.isHidden()
-        # Paint the charts now, with the client still running. Left to pytest-qt's event
-        # processing after the test (the client stopped), their first paint crashed
-        # (SIGSEGV in QPainter::restore under QGraphicsView::paintEvent) in most -q runs
-        # of this file: not understood yet, see the branch's report.
-        w.details.flush()
-        w.repaint()
     finally:
         client.stop()
+
+
+def test_a_window_its_stopped_client_held_is_freed_at_once_not_by_the_gc_mid_paint(
+        qtbot, cluster, tmp_path):
+    """The test above crashed (SIGSEGV in QPainter::restore under QGraphicsView::
+    paintEvent) when pytest-qt painted its window after it returned: the stopped client
+    kept the callbacks of its unanswered requests, which close over the window, so the
+    window lived on in a cycle (window -> client -> callback -> window) that only the
+    garbage collector broke, deleting the window's C++ object at an allocation inside
+    the window's own event handling. Here the collector runs at the first allocation."""
+    client = AgentClient(free_port(), tmp_path, interval=0.2)  # never started: no answers
+
+    def shown_then_dropped() -> weakref.ref[MainWindow]:
+        w = MainWindow(client)
+        qtbot.addWidget(w)
+        w.resize(1280, 820)
+        w.show()
+        qtbot.waitExposed(w)
+        w.set_cluster(cluster)  # asks for the events
+        w.show_link_at(SAT, NOW)  # asks for the link's history around NOW
+        assert not w.details.isHidden()
+        w.details.latency_plot.viewport().update()  # the charts' first paint is due
+        client.stop()
+        return weakref.ref(w)
+
+    threshold = gc.get_threshold()
+    gc.collect()
+    gc.disable()
+    try:
+        window = shown_then_dropped()
+        alive = window() is not None
+        gc.set_threshold(1, 1, 1)
+        gc.enable()
+        QApplication.processEvents()  # the due paint (before the fix: deleted mid-way)
+    finally:
+        gc.enable()
+        gc.set_threshold(*threshold)
+    assert not alive  # freed when its last reference went, not later by the collector
 
 
 def test_timeline_texts_are_plain_and_unknown_types_show(window, monkeypatch):
