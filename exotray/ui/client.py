@@ -66,17 +66,16 @@ class AgentClient(QObject):
             self._thread.start()
 
     def stop(self) -> None:
-        """Stop polling for good. Requests not answered yet never will be: their
-        callbacks are dropped. They close over their caller (the MainWindow that owns
-        this client), and kept here they made window -> client -> callback -> window a
-        cycle that only Python's garbage collector broke, deleting the window's C++
-        object at whatever allocation it ran, even one inside the window's own paint
-        (a SIGSEGV in QPainter::restore under QGraphicsView::paintEvent)."""
         self._stop.set()
         self._jobs.put(None)
         if self._thread is not None:
             self._thread.join(5)
             self._thread = None
+        # Requests not answered yet never will be: drop their callbacks. They close over
+        # their caller (the MainWindow that owns this client); kept, they made window ->
+        # client -> callback -> window a cycle that only Python's garbage collector broke,
+        # deleting the window's C++ object at whatever allocation it ran, even one inside
+        # the window's own paint (SIGSEGV in QPainter::restore under QGraphicsView::paintEvent).
         self._callbacks.clear()
 
     def request(self, method: str, path: str, body: Any = None,
