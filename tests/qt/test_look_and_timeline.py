@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from helpers import AgentProc, free_port
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QGraphicsObject
 
 from exotray.core import fmt
 from exotray.ui import look, summary, theme
@@ -135,9 +135,10 @@ def test_a_window_its_stopped_client_held_is_freed_at_once_not_by_the_gc_mid_pai
     window lived on in a cycle (window -> client -> callback -> window) that only the
     garbage collector broke, deleting the window's C++ object at an allocation inside
     the window's own event handling. Here the collector runs at the first allocation."""
-    client = AgentClient(free_port(), tmp_path, interval=0.2)  # never started: no answers
-
     def shown_then_dropped() -> weakref.ref[MainWindow]:
+        # (made with the collector off, like the window: all of the cycle is young, so
+        # the first collection takes it)
+        client = AgentClient(free_port(), tmp_path, interval=0.2)  # never started
         w = MainWindow(client)
         qtbot.addWidget(w)
         w.resize(1280, 820)
@@ -146,23 +147,30 @@ def test_a_window_its_stopped_client_held_is_freed_at_once_not_by_the_gc_mid_pai
         w.set_cluster(cluster)  # asks for the events
         w.show_link_at(SAT, NOW)  # asks for the link's history around NOW
         assert not w.details.isHidden()
-        w.details.latency_plot.viewport().update()  # the charts' first paint is due
+        # the collector runs inside the chart's paint, where an allocation of
+        # pyqtgraph's painting may start it
+        w.details.latency_plot.scene().addItem(_CollectsWhenPainted())
         client.stop()
         return weakref.ref(w)
 
-    threshold = gc.get_threshold()
     gc.collect()
     gc.disable()
     try:
         window = shown_then_dropped()
         alive = window() is not None
-        gc.set_threshold(1, 1, 1)
-        gc.enable()
-        QApplication.processEvents()  # the due paint (before the fix: deleted mid-way)
+        if alive:  # (before the fix) paint its chart: SIGSEGV, the window deleted under it
+            window().details.latency_plot.grab()
     finally:
         gc.enable()
-        gc.set_threshold(*threshold)
     assert not alive  # freed when its last reference went, not later by the collector
+
+
+class _CollectsWhenPainted(QGraphicsObject):
+    def boundingRect(self) -> QRectF:
+        return QRectF(0, 0, 4, 4)
+
+    def paint(self, *_args: Any) -> None:
+        gc.collect()
 
 
 def test_timeline_texts_are_plain_and_unknown_types_show(window, monkeypatch):
