@@ -134,7 +134,7 @@ def test_a_window_its_stopped_client_held_is_freed_at_once_not_by_the_gc_mid_pai
     kept the callbacks of its unanswered requests, which close over the window, so the
     window lived on in a cycle (window -> client -> callback -> window) that only the
     garbage collector broke, deleting the window's C++ object at an allocation inside
-    the window's own event handling. Here the collector runs at the first allocation."""
+    the window's own event handling. Here the collector runs inside the chart's paint."""
     def shown_then_dropped() -> weakref.ref[MainWindow]:
         # (made with the collector off, like the window: all of the cycle is young, so
         # the first collection takes it)
