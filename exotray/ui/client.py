@@ -85,6 +85,12 @@ class AgentClient(QObject):
         if self._thread is not None:
             self._thread.join(5)
             self._thread = None
+        # Requests not answered yet never will be: drop their callbacks. They close over
+        # their caller (the MainWindow that owns this client); kept, they made window ->
+        # client -> callback -> window a cycle that only Python's garbage collector broke,
+        # deleting the window's C++ object at whatever allocation it ran, even one inside
+        # the window's own paint (SIGSEGV in QPainter::restore under QGraphicsView::paintEvent).
+        self._callbacks.clear()
 
     def request(self, method: str, path: str, body: Any = None,
                 done: Callable[[Any, str | None], None] | None = None,
@@ -93,7 +99,7 @@ class AgentClient(QObject):
         """Queue a request; `done(result, error)` runs on the GUI thread."""
         self._next_id += 1
         rid = self._next_id
-        if done is not None:
+        if done is not None and not self._stop.is_set():  # stopped: never answered (stop)
             self._callbacks[rid] = done
         self._jobs.put((rid, method, path, (body, control, timeout, params)))
         return rid

@@ -5,15 +5,17 @@ Real widgets offscreen; the one stand-in is the desktop telling Qt its colour sc
 
 from __future__ import annotations
 
+import gc
 import tomllib
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from helpers import AgentProc, free_port
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QGraphicsObject
 
 from exotray.core import fmt
 from exotray.ui import look, summary, theme
@@ -121,14 +123,54 @@ def test_timeline_shows_a_real_agents_events_and_a_click_selects_the_link(qtbot,
         assert w.table.selected_link() == event["link_id"]
         assert w.topology.selected_link() == event["link_id"]
         assert not w.details.isHidden()
-        # Paint the charts now, with the client still running. Left to pytest-qt's event
-        # processing after the test (the client stopped), their first paint crashed
-        # (SIGSEGV in QPainter::restore under QGraphicsView::paintEvent) in most -q runs
-        # of this file: not understood yet, see the branch's report.
-        w.details.flush()
-        w.repaint()
     finally:
         client.stop()
+
+
+def test_a_window_its_stopped_client_held_is_freed_at_once_not_by_the_gc_mid_paint(
+        qtbot, cluster, tmp_path):
+    """The test above crashed (SIGSEGV in QPainter::restore under QGraphicsView::
+    paintEvent) when pytest-qt painted its window after it returned: the stopped client
+    kept the callbacks of its unanswered requests, which close over the window, so the
+    window lived on in a cycle (window -> client -> callback -> window) that only the
+    garbage collector broke, deleting the window's C++ object at an allocation inside
+    the window's own event handling. Here the collector runs inside the chart's paint."""
+    def shown_then_dropped() -> weakref.ref[MainWindow]:
+        # (made with the collector off, like the window: all of the cycle is young, so
+        # the first collection takes it)
+        client = AgentClient(free_port(), tmp_path, interval=0.2)  # never started
+        w = MainWindow(client)
+        qtbot.addWidget(w)
+        w.resize(1280, 820)
+        w.show()
+        qtbot.waitExposed(w)
+        w.set_cluster(cluster)  # asks for the events
+        w.show_link_at(SAT, NOW)  # asks for the link's history around NOW
+        assert not w.details.isHidden()
+        # the collector runs inside the chart's paint, where an allocation of
+        # pyqtgraph's painting may start it
+        w.details.latency_plot.scene().addItem(_CollectsWhenPainted())
+        client.stop()
+        return weakref.ref(w)
+
+    gc.collect()
+    gc.disable()
+    try:
+        window = shown_then_dropped()
+        alive = window() is not None
+        if alive:  # (before the fix) paint its chart: SIGSEGV, the window deleted under it
+            window().details.latency_plot.grab()
+    finally:
+        gc.enable()
+    assert not alive  # freed when its last reference went, not later by the collector
+
+
+class _CollectsWhenPainted(QGraphicsObject):
+    def boundingRect(self) -> QRectF:
+        return QRectF(0, 0, 4, 4)
+
+    def paint(self, *_args: Any) -> None:
+        gc.collect()
 
 
 def test_timeline_texts_are_plain_and_unknown_types_show(window, monkeypatch):
