@@ -78,6 +78,8 @@ def quantize(field: str, v: Any) -> Any:
     if field in _MS:
         return round(v, 2) if abs(v) < 1 else round(v, 1) if abs(v) < 100 else float(round(v))
     if field == "utilization":
+        if 0 < v < 0.005:  # shown as "< 1 %", not "0 %" (core/fmt.utilization): not zero
+            return min(float(f"{v:.1g}"), 0.004)
         return round(v * 200) / 200
     if field == "loss":
         return round(v, 3)
@@ -104,6 +106,8 @@ def held(field: str, new: Any, last: Any) -> Any:
     q = quantize(field, new)
     if field not in _RESOLVED or not _number(new) or not _number(last):
         return q
+    if field == "utilization" and (q == 0) != (last == 0):
+        return q  # traffic came or went: "0 %" and "< 1 %" are less than a step apart
     s = step(field, new, last)
     return last if s is not None and abs(new - last) < s else q
 

@@ -31,6 +31,10 @@ from exotray.core.schema import SnapshotRejected, dump
     ("rx_bytes_per_s", 0.3, 0.0, 0.0),
     ("utilization", 0.313, 0.31, 0.31),
     ("utilization", 0.3151, 0.31, 0.315),
+    ("utilization", 0.0004, 0.0, 0.0004),  # traffic came: "< 1 %", never "0 %"
+    ("utilization", 0.0, 0.0004, 0.0),  # and went
+    ("utilization", 0.0009, 0.0004, 0.0004),  # still "< 1 %": held
+    ("utilization", 0.0049, None, 0.004),  # below one step, kept below it
     ("loss", 0.0109, 0.01, 0.01),
     ("state", "saturated", "up", "saturated"),  # not a number: sent when it changes
     ("peer_port", 5001, 5000, 5001),
