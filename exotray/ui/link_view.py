@@ -675,7 +675,7 @@ QLabel#result {{
 }}
 QPushButton {{
     color: {theme.TEXT}; background: {theme.BACKGROUND}; border: 1px solid {theme.GRID};
-    padding: 3px 8px; font-size: 9pt; min-width: 30px;
+    padding: 3px 6px; font-size: 9pt; min-width: 42px;
 }}
 QPushButton[segment="first"] {{ border-top-left-radius: 6px; border-bottom-left-radius: 6px; }}
 QPushButton[segment="last"] {{ border-top-right-radius: 6px; border-bottom-right-radius: 6px; }}
