@@ -423,14 +423,14 @@ def _slow_readers_are_cut_off(lab: Lab, agent, view_bytes: int, n: int = 100) ->
     assert agent.get("/v1/snapshot")["node"]["name"] == "h1b"  # and it still answers
 
 
-def _huge_snapshot(node_id: str, links: int = 1024) -> bytes:
+def _huge_snapshot(node_id: str, links: int = 1024, name: str | None = None) -> bytes:
     link = {"id": "x", "peer_id": "p", "peer_name": "p", "local_interface": "eth0",
             "local_label": None, "peer_address": "10.213.0.1", "peer_port": 1,
             "state": "up", "rtt_ms": 0.1, "rtt_min_ms": 0.1, "rtt_max_ms": 0.2,
             "rtt_p90_ms": 0.2, "rtt_last_ms": 0.1, "jitter_ms": 0.01, "loss": 0.0,
             "rx_bytes_per_s": 1.0, "tx_bytes_per_s": 1.0, "capacity_bytes_per_s": None,
             "capacity_source": "unknown", "utilization": None}
-    return json.dumps({"schema": 1, "node": {"id": node_id, "name": f"big-{node_id}",
+    return json.dumps({"schema": 1, "node": {"id": node_id, "name": name or f"big-{node_id}",
                                              "version": "0"},
                        "interval_s": 1.0, "data_age_s": 0.0, "interfaces": [],
                        "links": [{**link, "id": f"l{i}"} for i in range(links)]}).encode()
@@ -480,6 +480,73 @@ def test_huge_valid_snapshots_make_a_bounded_cluster_view(lab2_pair):
                     assert n["truncated"] == 1024 - L.MAX_CLUSTER_LINKS_PER_NODE
             assert len(raw) < 1_500_000
             _slow_readers_are_cut_off(lab, a1b, len(raw))
+        finally:
+            a1b.close()
+    finally:
+        for s in servers:
+            s.shutdown()
+            s.server_close()
+
+
+MARKUP = '<img src="/dev/zero"><a href="http://e.x/">update</a> & co'
+RLO = "invoice\u202egnp.exe"  # shows as "invoiceexe.png"
+
+
+def test_markup_from_a_lan_peer_stays_plain_text_in_the_window(lab2_pair, qtbot, tmp_path):
+    """Finding 5 over the LAN: a host answers as a peer named with markup (an image of
+    /dev/zero, a hidden link, "&"), and another with a right-to-left override. The agent
+    refuses the second (a format character) and passes the first on as text; the tray's
+    window, fed the agent's real /v1/cluster, shows it literally (before: the title's
+    QLabel rendered it as rich text and read /dev/zero until it aborted at 2.2 GB)."""
+    import http.server
+
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QLabel
+
+    from exotray.ui.window import MainWindow
+
+    lab, a1, _a2 = lab2_pair
+
+    class Peer(JsonHandler):
+        def do_GET(self):
+            self.answer(self.server.body)  # type: ignore[attr-defined]
+
+    servers = []
+    try:
+        for i, name in enumerate((MARKUP, RLO)):
+            srv = http.server.ThreadingHTTPServer((lab.monitor_addr, 0), Peer)
+            srv.daemon_threads = True
+            srv.body = _huge_snapshot(f"evil{i:08d}", links=1, name=name)  # type: ignore[attr-defined]
+            threading.Thread(target=srv.serve_forever, daemon=True).start()
+            servers.append(srv)
+        a1.close()
+        a1b = Agents(lab, a1.state.parent).start(  # polled: the stand-ins have no stream
+            lab.hosts[0], "--sharing", "poll", name="h1b", mdns=False,
+            peers=[f"{lab.monitor_addr}:{s.server_address[1]}" for s in servers])
+        try:
+            a1b.wait_ready()
+            def with_markup() -> dict | None:
+                c = a1b.get("/v1/cluster")
+                return c if any(n["node"]["name"] == MARKUP for n in c["nodes"]) else None
+
+            cluster = wait_for(with_markup, 15)
+            assert cluster, a1b.log()[-2000:]
+            assert wait_for(lambda: "format character" in a1b.log(), 10), a1b.log()[-2000:]
+            assert not any("\u202e" in n["node"]["name"] for n in cluster["nodes"])
+            w = MainWindow(None)
+            qtbot.addWidget(w)
+            w.resize(1280, 820)
+            w.show()
+            qtbot.waitExposed(w)
+            w.set_cluster(cluster)
+            evil = next(n for n in cluster["nodes"] if n["node"]["name"] == MARKUP)
+            w.select_link(evil["links"][0]["id"])  # the details' title names the peer
+            w.repaint()  # it renders (a rich-text title would have read /dev/zero here)
+            labels = [lb for lb in w.findChildren(QLabel) if MARKUP in lb.text()]
+            assert labels, "the hostile name is shown nowhere"
+            for lb in labels:
+                assert lb.textFormat() == Qt.TextFormat.PlainText, lb.objectName()
+                assert lb.sizeHint().height() < 100  # one line of text, not an image
         finally:
             a1b.close()
     finally:
