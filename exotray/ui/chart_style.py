@@ -1,12 +1,15 @@
-"""How the link charts look: a time chart, a title with its legend inline, the label of
-a horizontal line, and the rates' min–max for coarse rows."""
+"""How the link details look: a time chart, a title with its legend inline, the label of
+a horizontal line, the rates' min–max for coarse rows, and the numbers panel's labels,
+rules and style sheet (ui/link_view.py lays them out and fills them)."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QFrame, QLabel
 
 from exotray.ui import theme
 from exotray.ui.chart_data import RANGES
@@ -92,3 +95,56 @@ def title(text: str, keys: list[tuple[str, str, str]]) -> str:
             f'<span style="color:{theme.TEXT_MUTED}">&nbsp;{name}</span>'
         )
     return "".join(parts)
+
+
+def plain(label: QLabel) -> QLabel:
+    """`label`, showing its text as plain text (Qt's default guesses, and renders
+    anything that looks like HTML)."""
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    return label
+
+
+def sub_label() -> QLabel:
+    """A muted, right-aligned, wrapping line under a value (spans the panel)."""
+    sub = QLabel("")
+    sub.setProperty("role", "sub")
+    sub.setWordWrap(True)
+    sub.setTextFormat(Qt.TextFormat.PlainText)
+    sub.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    sub.hide()
+    return sub
+
+
+def rule() -> QFrame:
+    rule = QFrame()
+    rule.setObjectName("rule")
+    rule.setFixedHeight(1)
+    return rule
+
+
+def details_style() -> str:
+    """The panel's style sheet in theme.py's current colours."""
+    return f"""
+#LinkDetails {{ background: {theme.BACKGROUND}; }}
+QLabel {{ color: {theme.TEXT}; font-size: 9pt; }}
+QLabel#title {{ font-size: 12pt; font-weight: 600; }}
+QFrame#numbers {{ background: {theme.PANEL}; border-radius: 8px; }}
+QFrame#rule {{ background: {theme.GRID}; }}
+QLabel[role="caption"] {{ color: {theme.TEXT_MUTED}; }}
+QLabel[role="value"] {{ font-weight: 600; }}
+QLabel[role="note"] {{ color: {theme.TEXT_MUTED}; font-size: 8pt; }}
+QLabel[role="sub"] {{ color: {theme.TEXT_MUTED}; font-size: 8pt; }}
+QLabel#result {{
+    background: {theme.BACKGROUND}; border: 1px solid {theme.GRID}; border-radius: 6px;
+    padding: 4px 6px;
+}}
+QPushButton {{
+    color: {theme.TEXT}; background: {theme.BACKGROUND}; border: 1px solid {theme.GRID};
+    padding: 3px 6px; font-size: 9pt; min-width: 42px;
+}}
+QPushButton[segment="first"] {{ border-top-left-radius: 6px; border-bottom-left-radius: 6px; }}
+QPushButton[segment="last"] {{ border-top-right-radius: 6px; border-bottom-right-radius: 6px; }}
+QPushButton:checked {{
+    color: white; background: {theme.ACCENT}; border-color: {theme.ACCENT};
+}}
+"""

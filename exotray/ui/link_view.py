@@ -45,7 +45,17 @@ from exotray.ui.chart_data import (
     follow_query,
     wanted,
 )
-from exotray.ui.chart_style import chart, line_label, rate_bands, style_chart, title
+from exotray.ui.chart_style import (
+    chart,
+    details_style,
+    line_label,
+    plain,
+    rate_bands,
+    rule,
+    style_chart,
+    sub_label,
+    title,
+)
 
 REDRAW_HZ: Final = 20
 #: how long the view rests after a zoom or pan before what it reached is fetched
@@ -80,7 +90,7 @@ class LinkDetails(QWidget):
         super().__init__(parent)
         self.setObjectName("LinkDetails")
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
-        self.setStyleSheet(_style())
+        self.setStyleSheet(details_style())
         self._threshold = threshold
         self._range = RANGES[1][0]
         self._link: dict[str, Any] | None = None
@@ -105,9 +115,9 @@ class LinkDetails(QWidget):
         # Every label here may show text from a peer's snapshot (its name, its
         # interfaces' names and labels): plain text, never rich text, which would load
         # <img src=...> from any path (issue 18: /dev/zero took 2 GB, a FIFO hung the UI).
-        self._title = _plain(QLabel("No link selected"))
+        self._title = plain(QLabel("No link selected"))
         self._title.setObjectName("title")
-        self._state = _plain(QLabel(""))
+        self._state = plain(QLabel(""))
         self._state.setObjectName("state")
         self._range_group = QButtonGroup(self)
         self._range_group.setExclusive(True)
@@ -185,7 +195,7 @@ class LinkDetails(QWidget):
         bw.setTitle(title("Interface traffic", [("line", theme.RX, "rx"),
                                                   ("line", theme.TX, "tx")]))
 
-        self._readout = _plain(QLabel(""))
+        self._readout = plain(QLabel(""))
         self._readout.setProperty("role", "note")
         # as wide as the charts, never wider: a long read-out is cut, not the window widened
         self._readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
@@ -212,11 +222,11 @@ class LinkDetails(QWidget):
         row = 0
         for key, caption in NUMBER_ROWS:
             if key in ("rtt_baseline_ms", "jitter_ms", "rx_bytes_per_s", "utilization"):
-                grid.addWidget(_rule(), row, 0, 1, 2)
+                grid.addWidget(rule(), row, 0, 1, 2)
                 row += 1
-            cap = _plain(QLabel(caption))
+            cap = plain(QLabel(caption))
             cap.setProperty("role", "caption")
-            value = _plain(QLabel(fmt.DASH))
+            value = plain(QLabel(fmt.DASH))
             value.setProperty("role", "value")
             value.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -226,16 +236,16 @@ class LinkDetails(QWidget):
             self._values[key] = value
             row += 1
             if key in ("tx_bytes_per_s", "utilization", "capacity"):
-                sub = _sub_label()
+                sub = sub_label()
                 grid.addWidget(sub, row, 0, 1, 2)
                 self._subs[key] = sub
                 row += 1
-        grid.addWidget(_rule(), row, 0, 1, 2)
+        grid.addWidget(rule(), row, 0, 1, 2)
         row += 1
-        self._interface = _plain(QLabel(fmt.DASH))
+        self._interface = plain(QLabel(fmt.DASH))
         self._interface.setProperty("role", "value")
         self._interface.setWordWrap(True)
-        self._note = _plain(QLabel(""))
+        self._note = plain(QLabel(""))
         self._note.setProperty("role", "note")
         self._note.setWordWrap(True)
         # the last result of an action on this link (a capacity test, an export): it
@@ -484,7 +494,7 @@ class LinkDetails(QWidget):
     def restyle(self) -> None:
         """Take theme.py's current colours and fmt's units (exotray.ui.look calls this
         through the window when the system's scheme or the Preferences' units change)."""
-        self.setStyleSheet(_style())
+        self.setStyleSheet(details_style())
         for plot in (self.latency_plot, self.bandwidth_plot):
             style_chart(plot)
         self.crosshair.restyle()
@@ -630,59 +640,6 @@ class LinkDetails(QWidget):
         if self._capacity:
             rate_top = max(rate_top or 0.0, self._capacity)
         bw.setYRange(0, (rate_top or 1000.0) * 1.12, padding=0)
-
-
-def _plain(label: QLabel) -> QLabel:
-    """`label`, showing its text as plain text (Qt's default guesses, and renders
-    anything that looks like HTML)."""
-    label.setTextFormat(Qt.TextFormat.PlainText)
-    return label
-
-
-def _sub_label() -> QLabel:
-    """A muted, right-aligned, wrapping line under a value (spans the panel)."""
-    sub = QLabel("")
-    sub.setProperty("role", "sub")
-    sub.setWordWrap(True)
-    sub.setTextFormat(Qt.TextFormat.PlainText)
-    sub.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-    sub.hide()
-    return sub
-
-
-def _rule() -> QFrame:
-    rule = QFrame()
-    rule.setObjectName("rule")
-    rule.setFixedHeight(1)
-    return rule
-
-
-def _style() -> str:
-    """The panel's style sheet in theme.py's current colours."""
-    return f"""
-#LinkDetails {{ background: {theme.BACKGROUND}; }}
-QLabel {{ color: {theme.TEXT}; font-size: 9pt; }}
-QLabel#title {{ font-size: 12pt; font-weight: 600; }}
-QFrame#numbers {{ background: {theme.PANEL}; border-radius: 8px; }}
-QFrame#rule {{ background: {theme.GRID}; }}
-QLabel[role="caption"] {{ color: {theme.TEXT_MUTED}; }}
-QLabel[role="value"] {{ font-weight: 600; }}
-QLabel[role="note"] {{ color: {theme.TEXT_MUTED}; font-size: 8pt; }}
-QLabel[role="sub"] {{ color: {theme.TEXT_MUTED}; font-size: 8pt; }}
-QLabel#result {{
-    background: {theme.BACKGROUND}; border: 1px solid {theme.GRID}; border-radius: 6px;
-    padding: 4px 6px;
-}}
-QPushButton {{
-    color: {theme.TEXT}; background: {theme.BACKGROUND}; border: 1px solid {theme.GRID};
-    padding: 3px 6px; font-size: 9pt; min-width: 42px;
-}}
-QPushButton[segment="first"] {{ border-top-left-radius: 6px; border-bottom-left-radius: 6px; }}
-QPushButton[segment="last"] {{ border-top-right-radius: 6px; border-bottom-right-radius: 6px; }}
-QPushButton:checked {{
-    color: white; background: {theme.ACCENT}; border-color: {theme.ACCENT};
-}}
-"""
 
 
 __all__ = ["MAX_POINTS", "RANGES", "LinkDetails", "fitting_range"]

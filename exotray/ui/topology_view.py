@@ -21,7 +21,6 @@ hit-tested in pixels against the drawn polylines (``HIT_PX`` either side of the 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -33,7 +32,7 @@ from PySide6.QtWidgets import QGraphicsItem, QToolTip, QWidget
 from exotray.core import fmt, topology
 from exotray.core.topology import Edge, Node
 from exotray.ui import linkwords, theme, topology_tips
-from exotray.ui.topology_tips import esc
+from exotray.ui.topology_layout import bezier, label_markup, layout, node_style, overlap
 
 KINDS: Final = ("unknown", "calm", "busy", "hot", "down")
 #: per-edge badges are drawn while there are at most this many edges
@@ -50,28 +49,6 @@ BADGE_SLOTS: Final = (0.5, 0.4, 0.6, 0.32, 0.68, 0.25, 0.75, 0.8, 0.2, 0.85)
 LABEL_GAP: Final = 0.1
 #: margin around the node circle, in view units, so that labels fit
 VIEW_MARGIN: Final = 0.36
-
-
-def _layout(nodes: Sequence[Node]) -> dict[str, tuple[float, float]]:
-    """Deterministic positions on the unit circle: self on top, the rest clockwise."""
-    selfs = [n for n in nodes if n.is_self]
-    others = sorted((n for n in nodes if not n.is_self), key=lambda n: (n.name, n.id))
-    order = selfs[:1] + others + selfs[1:]
-    count = len(order)
-    if count == 1:
-        return {order[0].id: (0.0, 0.0)}
-    # two nodes read best side by side; otherwise the first one sits at the top
-    start = math.pi if count == 2 else math.pi / 2
-    out = {}
-    for i, n in enumerate(order):
-        angle = start - 2 * math.pi * i / count
-        out[n.id] = (round(math.cos(angle), 12), round(math.sin(angle), 12))
-    return out
-
-
-def _bezier(p0: np.ndarray, c: np.ndarray, p2: np.ndarray, t: np.ndarray) -> np.ndarray:
-    t = t[:, None]
-    return (1 - t) ** 2 * p0 + 2 * t * (1 - t) * c + t**2 * p2
 
 
 class TopologyView(pg.PlotWidget):
@@ -331,7 +308,7 @@ class TopologyView(pg.PlotWidget):
         if ids == self._pos_ids:
             return
         self._pos_ids = ids
-        self._pos = _layout(nodes)
+        self._pos = layout(nodes)
         count = len(nodes)
         self._node_px = 30.0 if count <= 12 else max(9.0, 30.0 * 12 / count)
         self._label_font.setPointSizeF(10 if count <= 12 else 8 if count <= 40 else 7)
@@ -353,7 +330,7 @@ class TopologyView(pg.PlotWidget):
             self._node_sig = sig
             spots = []
             for n in nodes:
-                fill, ring, width, style = self._node_style(n)
+                fill, ring, width, style = node_style(n)
                 size = self._node_px * (1.15 if n.is_self else 1.0)
                 spots.append(
                     {
@@ -374,7 +351,7 @@ class TopologyView(pg.PlotWidget):
                 label.setZValue(11)
                 self._vb.addItem(label, ignoreBounds=True)
                 self._labels[n.id] = label
-            html = self._label_markup(n, compact=radial)
+            html = label_markup(n, compact=radial)
             recache = False
             if html != self._label_html.get(n.id):
                 label.setHtml(html)
@@ -427,41 +404,6 @@ class TopologyView(pg.PlotWidget):
         anchor = ((1 - math.cos(angle)) / 2, (1 + math.sin(angle)) / 2)
         return pos, 0.0, anchor, size
 
-    @staticmethod
-    def _node_style(n: Node) -> tuple[str, str, float, Qt.PenStyle]:
-        if not n.known:
-            return theme.NODE_UNKNOWN, theme.NODE_UNKNOWN_RING, 1.5, Qt.PenStyle.DotLine
-        if not n.reachable:
-            return theme.NODE_UNREACHABLE, theme.NODE_UNREACHABLE_RING, 2.0, Qt.PenStyle.DashLine
-        if n.is_self:
-            return theme.NODE_SELF, theme.NODE_SELF_RING, 2.5, Qt.PenStyle.SolidLine
-        return theme.NODE_PEER, theme.NODE_PEER_RING, 1.5, Qt.PenStyle.SolidLine
-
-    @staticmethod
-    def _label_markup(n: Node, compact: bool) -> str:
-        name = esc(n.name)
-        if n.is_self:
-            head = f'<span style="color:{theme.ACCENT_DARK}; font-weight:600">{name}</span>'
-        elif not n.known or not n.reachable:
-            head = f'<span style="color:{theme.TEXT_MUTED}">{name}</span>'
-        else:
-            head = f'<span style="color:{theme.TEXT}; font-weight:600">{name}</span>'
-        if compact:
-            return head
-        if not n.known:
-            note = "not seen yet"
-        elif not n.reachable:
-            age = f" · {n.age_s:.0f} s ago" if n.age_s is not None else ""
-            note = f"unreachable{age}"
-        elif n.is_self:
-            note = "this machine"
-        else:
-            return f'<div style="text-align:center">{head}</div>'
-        return (
-            f'<div style="text-align:center">{head}<br>'
-            f'<span style="color:{theme.TEXT_FAINT}; font-size:8pt">{note}</span></div>'
-        )
-
     # -- edges -------------------------------------------------------------------------
     def _update_geometry(self, edges: list[Edge]) -> None:
         # An edge's key (its link ids) fixes its ends and its place among parallel
@@ -488,7 +430,7 @@ class TopologyView(pg.PlotWidget):
         paths: list[np.ndarray] = []
         for i in range(n):
             p0, c, p2 = ctrl[i]
-            pts = _bezier(p0, c, p2, ts) if curved[i] else ctrl[i, [0, 2]]
+            pts = bezier(p0, c, p2, ts) if curved[i] else ctrl[i, [0, 2]]
             paths.append(np.vstack([pts, nan]))
         self._paths = paths
         if paths:
@@ -636,7 +578,7 @@ class TopologyView(pg.PlotWidget):
             if badge is None:
                 continue
             p0, c, p2 = self._ctrl[i]
-            cands = _bezier(p0, c, p2, slots)
+            cands = bezier(p0, c, p2, slots)
             best = cands[0]
             free = True
             if px is not None:
@@ -645,7 +587,7 @@ class TopologyView(pg.PlotWidget):
                 free = False
                 for x, y in cands:
                     box = (x - hw, y - hh, x + hw, y + hh)
-                    if not any(_overlap(box, t) for t in taken):
+                    if not any(overlap(box, t) for t in taken):
                         best = np.array([x, y])
                         free = True
                         break
@@ -760,10 +702,6 @@ class TopologyView(pg.PlotWidget):
     def _node_tooltip(self, node_id: str | None) -> str:
         return topology_tips.node_tooltip(next((n for n in self._nodes if n.id == node_id),
                                                None))
-
-
-def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 __all__ = ["BADGE_LIMIT", "TopologyView"]
