@@ -71,8 +71,28 @@ def label_markup(n: Node, compact: bool) -> str:
     )
 
 
+def label_geometry(
+    xy: tuple[float, float], size: float, radial: bool, gap: float
+) -> tuple[tuple[float, float], float, tuple[float, float], float]:
+    """(position, angle in degrees, anchor, font size) of the name of a node at `xy`,
+    `gap` view units outside the circle; `radial`: crowded circles, where names point
+    outward along the radius."""
+    x, y = xy
+    if not (x or y):
+        return (0.0, -gap), 0.0, (0.5, 0.0), size
+    angle = math.atan2(y, x)
+    g = 1 + gap / math.hypot(x, y)
+    pos = (x * g, y * g)
+    if radial:
+        left = math.cos(angle) < -1e-9
+        deg = math.degrees(angle) + (180 if left else 0)
+        return pos, deg, ((1.0, 0.5) if left else (0.0, 0.5)), size
+    anchor = ((1 - math.cos(angle)) / 2, (1 + math.sin(angle)) / 2)
+    return pos, 0.0, anchor, size
+
+
 def overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-__all__ = ["bezier", "label_markup", "layout", "node_style", "overlap"]
+__all__ = ["bezier", "label_geometry", "label_markup", "layout", "node_style", "overlap"]

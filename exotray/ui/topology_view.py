@@ -2,7 +2,8 @@
 
 Drawing model (everything is created once and updated in place):
 
-* nodes: one ``ScatterPlotItem`` (all circles) and one ``TextItem`` label per node id;
+* nodes: one ``ScatterPlotItem`` (all circles) and one pre-rendered name per node id
+  (``topology_labels``);
 * edges: one ``PlotCurveItem`` per drawing class (calm, busy, hot, unknown, down) holding
   every edge of that class as NaN-separated polylines (``connect="finite"``), so a
   128-node full mesh (8128 edges) is five items, not 8128;
@@ -20,19 +21,26 @@ hit-tested in pixels against the drawn polylines (``HIT_PX`` either side of the 
 
 from __future__ import annotations
 
-import math
 from typing import Any, Final
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QSize, Qt, Signal
+from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QCursor, QFont, QPen
-from PySide6.QtWidgets import QGraphicsItem, QToolTip, QWidget
+from PySide6.QtWidgets import QToolTip, QWidget
 
 from exotray.core import fmt, topology
 from exotray.core.topology import Edge, Node
 from exotray.ui import linkwords, theme, topology_tips
-from exotray.ui.topology_layout import bezier, label_markup, layout, node_style, overlap
+from exotray.ui.topology_labels import NodeLabel, NodeLabels
+from exotray.ui.topology_layout import (
+    bezier,
+    label_geometry,
+    label_markup,
+    layout,
+    node_style,
+    overlap,
+)
 
 KINDS: Final = ("unknown", "calm", "busy", "hot", "down")
 #: per-edge badges are drawn while there are at most this many edges
@@ -125,9 +133,8 @@ class TopologyView(pg.PlotWidget):
         self._legend.anchor(itemPos=(0, 1), parentPos=(0, 1), offset=(8, -6))
         self._legend_samples = {k: pg.PlotDataItem(pen=self._edge_pen(k, 2.5)) for k in KINDS}
         self._fill_legend()
-        self._labels: dict[str, pg.TextItem] = {}
-        self._label_html: dict[str, str] = {}
-        self._label_geom: dict[str, tuple[Any, ...]] = {}
+        self._labels = NodeLabels(lambda item: self._vb.addItem(item, ignoreBounds=True),
+                                  self._vb.removeItem, z=11)
         self._badges: dict[str, pg.TextItem] = {}
 
         # -- model --------------------------------------------------------------------
@@ -191,7 +198,6 @@ class TopologyView(pg.PlotWidget):
             badge.fill = pg.mkBrush(theme.with_alpha(theme.BACKGROUND, 0.94))
             badge.setColor(theme.TEXT)
         self._node_sig = self._style_sig = None
-        self._label_html.clear()
 
     def set_cluster(self, cluster: dict[str, Any],
                     graph: tuple[list[Node], list[Edge]] | None = None) -> None:
@@ -259,7 +265,7 @@ class TopologyView(pg.PlotWidget):
     def node_item(self) -> pg.ScatterPlotItem:
         return self._node_item
 
-    def label_item(self, node_id: str) -> pg.TextItem:
+    def label_item(self, node_id: str) -> NodeLabel:
         return self._labels[node_id]
 
     def badge_item(self, link_id: str) -> pg.TextItem | None:
@@ -344,65 +350,13 @@ class TopologyView(pg.PlotWidget):
                 )
             self._node_item.setData(spots)
         radial = len(nodes) > 12
-        for n in nodes:
-            label = self._labels.get(n.id)
-            if label is None:
-                label = pg.TextItem(anchor=(0.5, 0.5))
-                label.setZValue(11)
-                self._vb.addItem(label, ignoreBounds=True)
-                self._labels[n.id] = label
-            html = label_markup(n, compact=radial)
-            recache = False
-            if html != self._label_html.get(n.id):
-                label.setHtml(html)
-                self._label_html[n.id] = html
-                recache = True
-            geom = self._label_geometry(n.id, radial)
-            if geom != self._label_geom.get(n.id):
-                self._label_geom[n.id] = geom
-                pos, angle, anchor, _size = geom
-                label.setFont(self._label_font)
-                label.setAngle(angle)
-                label.setAnchor(anchor)
-                label.setPos(*pos)
-                recache = True
-            if recache:
-                self._cache_label(label)
-        for nid in set(self._labels) - {n.id for n in nodes}:
-            self._vb.removeItem(self._labels.pop(nid))
-            self._label_html.pop(nid, None)
-            self._label_geom.pop(nid, None)
-
-    def _cache_label(self, label: pg.TextItem) -> None:
-        """Keep a label's rendering in a pixmap: laying out and drawing 64 rich-text
-        (and, past 12 nodes, rotated) names was most of a repaint. The pixmap is made
-        at the screen's pixel ratio, so names stay sharp on HiDPI screens. (Item, not
-        device, coordinates: pyqtgraph sets the text's transform at every paint, which
-        would throw a device-coordinate cache away each time.)"""
-        text = label.textItem
-        rect = text.boundingRect()
         dpr = max(1.0, self.devicePixelRatioF())
-        text.setCacheMode(QGraphicsItem.CacheMode.ItemCoordinateCache,
-                          QSize(math.ceil(rect.width() * dpr), math.ceil(rect.height() * dpr)))
-
-    def _label_geometry(
-        self, node_id: str, radial: bool
-    ) -> tuple[tuple[float, float], float, tuple[float, float], float]:
-        """(position, angle in degrees, anchor, font size) of a node's name."""
-        x, y = self._pos[node_id]
-        size = self._label_font.pointSizeF()
-        if not (x or y):
-            return (0.0, -LABEL_GAP), 0.0, (0.5, 0.0), size
-        angle = math.atan2(y, x)
-        gap = 1 + LABEL_GAP / math.hypot(x, y)
-        pos = (x * gap, y * gap)
-        if radial:
-            # crowded circles: names point outward along the radius
-            left = math.cos(angle) < -1e-9
-            deg = math.degrees(angle) + (180 if left else 0)
-            return pos, deg, ((1.0, 0.5) if left else (0.0, 0.5)), size
-        anchor = ((1 - math.cos(angle)) / 2, (1 + math.sin(angle)) / 2)
-        return pos, 0.0, anchor, size
+        font, size, pos = self._label_font, self._label_font.pointSizeF(), self._pos
+        for n in nodes:
+            geom = label_geometry(pos[n.id], size, radial, LABEL_GAP)
+            self._labels.show(n.id, label_markup(n, compact=radial), font, geom, theme.TEXT,
+                              dpr)
+        self._labels.keep_only(pos)
 
     # -- edges -------------------------------------------------------------------------
     def _update_geometry(self, edges: list[Edge]) -> None:

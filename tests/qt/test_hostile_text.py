@@ -168,8 +168,8 @@ def test_topology_tooltips_labels_and_badges_are_plain(window: MainWindow) -> No
     assert f"{LABEL} ({IFACE})" in rendered(topo.edge_tooltip(STUDIO2_TO_GPU3)).toPlainText()
     for node_id, name in ((STUDIO2, IMG), (GPU3, BOLD), (SELF_ID, AMP)):
         label = topo.label_item(node_id)
-        assert label.textItem.toPlainText().splitlines()[0] == name
-        assert label.textItem.boundingRect().height() < 100
+        assert label.toPlainText().splitlines()[0] == name
+        assert label.boundingRect().height() < 100
         node_doc = rendered(topo._node_tooltip(node_id))
         assert node_doc.toPlainText().splitlines()[0].startswith(name)
         assert node_doc.size().height() < 200
