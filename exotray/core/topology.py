@@ -6,14 +6,20 @@ address A probes (found in B's interface list). Unpaired links (the other end ha
 snapshot, or only one side probes) are edges of their own. Parallel edges between one
 pair of nodes are numbered so a view can draw them apart.
 
-Plain data in, plain data out: no Qt, no clock.
+Plain data in, plain data out: no Qt, no clock. (numpy: the graph cache reads a view's
+numbers for all edges at once.)
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
+from itertools import chain, repeat
+from operator import itemgetter
 from typing import Any
+
+import numpy as np
 
 _STATE_RANK = {"up": 0, "saturated": 1, "down": 2}
 
@@ -85,7 +91,7 @@ class Edge:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Edge):
             return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
+        return all(getattr(self, f) == getattr(other, f) for f in Edge.__slots__)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -181,6 +187,17 @@ def build(cluster: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
     return list(nodes.values()), edges
 
 
+_LINK_SHAPE = itemgetter("id", "peer_id", "peer_address", "local_interface", "peer_name")
+
+
+def _links_shape(links: list[dict[str, Any]]) -> tuple:
+    try:
+        return tuple(map(_LINK_SHAPE, links))  # every key there (a /v1/cluster view): in C
+    except KeyError:
+        return tuple([(lk["id"], lk.get("peer_id"), lk["peer_address"],
+                       lk.get("local_interface"), lk.get("peer_name")) for lk in links])
+
+
 def _shape(cluster: dict[str, Any]) -> tuple:
     """What the pairing and numbering of edges depend on: who reports which links (ids,
     peers, addresses, interfaces) and which addresses each node's interfaces own."""
@@ -188,41 +205,145 @@ def _shape(cluster: dict[str, Any]) -> tuple:
         (snap["node"]["id"],
          tuple([(i.get("name"), tuple(i.get("addresses", ())))
                 for i in snap.get("interfaces", [])]),
-         tuple([(lk["id"], lk.get("peer_id"), lk["peer_address"], lk.get("local_interface"),
-                 lk.get("peer_name")) for lk in snap.get("links", [])]))
+         _links_shape(snap.get("links", [])))
         for snap in cluster.get("nodes", [])))
+
+
+class EdgeNumbers:
+    """One view's numbers for the edges of a `GraphCache`, as arrays (edge i at index i):
+    worked out from all the view's links at once, with no Python per edge.
+
+    `state`: the worse end's state (object array of str); `utilization`: the busier end's
+    (float, NaN where neither end knows it); `exo`: whether either end carries exo's
+    traffic (its `exo_instances`)."""
+
+    __slots__ = ("exo", "links", "primary", "reverse", "state", "utilization")
+
+    def __init__(self, primary: np.ndarray, reverse: np.ndarray) -> None:
+        #: per edge: the index of its primary end, and of its reverse end (-1: none), in
+        #: the view's links in order (node by node)
+        self.primary, self.reverse = primary, reverse
+        self.links: list[dict[str, Any]] = []
+        self.state = np.zeros(0, dtype=object)
+        self.utilization = np.zeros(0)
+        self.exo = np.zeros(0, dtype=bool)
+
+    def read(self, links: list[dict[str, Any]]) -> None:
+        """Take the numbers of a view whose links (in order) are `links`."""
+        n = len(links)
+        self.links = links
+        states = list(map(itemgetter("state"), links))
+        rank = np.fromiter(map(_STATE_RANK.get, states, repeat(2)), np.int8, n)
+        util = np.array(list(map(dict.get, links, repeat("utilization"))), dtype=float)
+        if any(map(dict.get, links, repeat("rdma"))):
+            # an end whose RDMA traffic is not counted knows only its IP part: unknown
+            rdma = [lk.get("rdma") == "not_counted" for lk in links]
+            util[np.array(rdma, dtype=bool)] = np.nan
+        if any(map(dict.get, links, repeat("exo_instances"))):
+            exo = np.fromiter(map(bool, map(dict.get, links, repeat("exo_instances"))),
+                              bool, n)
+        else:
+            exo = np.zeros(n, dtype=bool)
+        # one more entry at the end, for the reverse index -1 (no reverse end)
+        rank, util = np.append(rank, -1), np.append(util, np.nan)
+        st = np.empty(n + 1, dtype=object)
+        st[:n] = states
+        exo = np.append(exo, False)
+        p, r = self.primary, self.reverse
+        self.state = st[np.where(rank[r] > rank[p], r, p)]
+        with np.errstate(invalid="ignore"):
+            self.utilization = np.fmax(util[p], util[r])
+        self.exo = exo[p] | exo[r]
+
+
+class _ViewEdge(Edge):
+    """An edge of a `GraphCache`: its ends and numbers are read from the cache's
+    `EdgeNumbers` when asked for, so a new view costs nothing per edge."""
+
+    __slots__ = ("_i", "_numbers")
+
+    def __init__(self, edge: Edge, numbers: EdgeNumbers, i: int) -> None:
+        self.key, self.a, self.b = edge.key, edge.a, edge.b
+        self.index, self.count, self.link_ids = edge.index, edge.count, edge.link_ids
+        self._numbers, self._i = numbers, i
+
+    @property  # type: ignore[override]
+    def primary(self) -> dict[str, Any]:
+        nb = self._numbers
+        return nb.links[nb.primary[self._i]]
+
+    @property  # type: ignore[override]
+    def reverse(self) -> dict[str, Any] | None:
+        nb = self._numbers
+        r = nb.reverse[self._i]
+        return None if r < 0 else nb.links[r]
+
+    @property  # type: ignore[override]
+    def state(self) -> str:
+        return self._numbers.state[self._i]
+
+    @property  # type: ignore[override]
+    def utilization(self) -> float | None:
+        u = float(self._numbers.utilization[self._i])
+        return None if math.isnan(u) else u
+
+
+class Edges(list):  # type: ignore[type-arg]
+    """The edges of one view, and (from a `GraphCache`) their numbers as arrays."""
+
+    def __init__(self, edges: list[Edge], numbers: EdgeNumbers | None = None) -> None:
+        super().__init__(edges)
+        self.numbers = numbers
+
+
+def edge_numbers(edges: list[Edge]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(state, utilization, exo) per edge as arrays, as `EdgeNumbers` has them: the
+    graph cache's when `edges` are its latest view's, else read edge by edge."""
+    nb = getattr(edges, "numbers", None)
+    if nb is not None and len(nb.primary) == len(edges):
+        return nb.state, nb.utilization, nb.exo
+    state = np.empty(len(edges), dtype=object)
+    state[:] = [e.state for e in edges]
+    util = np.array([e.utilization for e in edges], dtype=float)
+    exo = np.array([bool(e.primary.get("exo_instances")
+                         or (e.reverse is not None and e.reverse.get("exo_instances")))
+                    for e in edges], dtype=bool)
+    return state, util, exo
 
 
 class GraphCache:
     """`build` for a view that comes every second. While the cluster's shape is the one
     of the last view (the same nodes reporting the same links over the same interfaces),
     which ends pair into an edge and how parallel edges are numbered are taken from last
-    time: only the links' numbers (and the nodes' reachability) are read again.
+    time: only the links' numbers (and the nodes' reachability) are read again, all at
+    once into an `EdgeNumbers` (arrays); the edges read theirs from it when asked.
 
-    The Edge objects are kept too and updated in place by the next `build` (the lists
-    returned are new): the map and the table hold only the latest view's."""
+    The Edge objects are kept and show the latest view's numbers (the lists returned
+    are new): the map and the table hold only the latest view's."""
 
     def __init__(self) -> None:
         self._shape: tuple | None = None
         self._edges: list[Edge] = []
-        #: per edge: the (node, link) indexes of its primary and reverse ends in the view
-        self._where: list[tuple[tuple[int, int], tuple[int, int] | None]] = []
+        self._numbers = EdgeNumbers(np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp))
         self._unknown: list[Node] = []  # peers known only from links
 
     def build(self, cluster: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
         shape = _shape(cluster)
         snaps = cluster.get("nodes", [])
+        links = list(chain.from_iterable(snap.get("links", []) for snap in snaps))
         if shape != self._shape:
             nodes, edges = build(cluster)
-            where = {id(lk): (n, i) for n, snap in enumerate(snaps)
-                     for i, lk in enumerate(snap.get("links", []))}
-            self._where = [(where[id(e.primary)],
-                            None if e.reverse is None else where[id(e.reverse)])
-                           for e in edges]
-            self._edges = edges
+            where = {id(lk): i for i, lk in enumerate(links)}
+            numbers = EdgeNumbers(
+                np.array([where[id(e.primary)] for e in edges], dtype=np.intp),
+                np.array([-1 if e.reverse is None else where[id(e.reverse)] for e in edges],
+                         dtype=np.intp))
+            numbers.read(links)
+            self._numbers = numbers
+            self._edges = [_ViewEdge(e, numbers, i) for i, e in enumerate(edges)]
             self._unknown = [n for n in nodes if not n.known]
             self._shape = shape
-            return nodes, list(edges)
+            return nodes, Edges(self._edges, numbers)
         self_id = cluster.get("self")
         known: dict[str, Node] = {}
         for snap in snaps:
@@ -230,25 +351,8 @@ class GraphCache:
             if nid not in known:
                 known[nid] = Node(nid, snap["node"]["name"], nid == self_id, True,
                                   bool(snap.get("reachable", True)), snap.get("age_s"))
-        links = [snap.get("links", []) for snap in snaps]
-        rank = _STATE_RANK
-        for e, (p, r) in zip(self._edges, self._where, strict=True):
-            # Edge.__init__'s state and utilization, inline: this is the per-second path
-            primary = links[p[0]][p[1]]
-            state = primary["state"]
-            # (_known_utilization, inline)
-            util = None if primary.get("rdma") == "not_counted" else primary.get("utilization")
-            reverse = None
-            if r is not None:
-                reverse = links[r[0]][r[1]]
-                other = reverse["state"]
-                if rank.get(other, 2) > rank.get(state, 2):
-                    state = other
-                u = None if reverse.get("rdma") == "not_counted" else reverse.get("utilization")
-                if u is not None and (util is None or u > util):
-                    util = u
-            e.primary, e.reverse, e.state, e.utilization = primary, reverse, state, util
-        return [*known.values(), *self._unknown], list(self._edges)
+        self._numbers.read(links)
+        return [*known.values(), *self._unknown], Edges(self._edges, self._numbers)
 
 
 def find_edge(edges: list[Edge], link_id: str) -> Edge | None:

@@ -24,6 +24,8 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsPixmapItem
 
 #: (position in view units, angle in degrees counterclockwise, anchor, font size)
 Geometry = tuple[tuple[float, float], float, tuple[float, float], float]
+#: (font, its `toString()`, default text colour, the screen's pixel ratio)
+Look = tuple[QFont, str, str, float]
 
 
 class NodeLabel(QGraphicsPixmapItem):
@@ -37,6 +39,7 @@ class NodeLabel(QGraphicsPixmapItem):
         self._doc = QTextDocument()
         self._html: str | None = None
         self._key: tuple[Any, ...] | None = None
+        self._pos: tuple[float, float] | None = None
 
     def toPlainText(self) -> str:  # the name QGraphicsTextItem uses
         return self._doc.toPlainText()
@@ -52,15 +55,19 @@ class NodeLabel(QGraphicsPixmapItem):
     def angle(self) -> float:
         return self._key[2] if self._key else 0.0
 
-    def set_label(self, html: str, font: QFont, geom: Geometry, color: str,
-                  dpr: float) -> bool:
-        """Show `html` at `geom`; renders again only when something drawn changed.
-        True when it did."""
+    def set_label(self, html: str, geom: Geometry, look: Look) -> bool:
+        """Show `html` at `geom` in `look`; renders again only when something drawn
+        changed. True when it did."""
         pos, angle, anchor, _size = geom
-        self.setPos(*pos)
-        key = (html, font.toString(), angle, anchor, color, dpr)
+        font, font_key, color, dpr = look
+        key = (html, font_key, angle, anchor, color, dpr)
         if key == self._key:
+            if pos != self._pos:
+                self._pos = pos
+                self.setPos(*pos)
             return False
+        self._pos = pos
+        self.setPos(*pos)
         self._key = key
         self._html = html
         doc = self._doc
@@ -105,15 +112,14 @@ class NodeLabels:
     def items(self) -> list[NodeLabel]:
         return list(self._items.values())
 
-    def show(self, node_id: str, html: str, font: QFont, geom: Geometry, color: str,
-             dpr: float) -> None:
+    def show(self, node_id: str, html: str, geom: Geometry, look: Look) -> None:
         item = self._items.get(node_id)
         if item is None:
             item = NodeLabel()
             item.setZValue(self._z)
             self._add(item)
             self._items[node_id] = item
-        item.set_label(html, font, geom, color, dpr)
+        item.set_label(html, geom, look)
 
     def keep_only(self, node_ids: Iterable[str]) -> None:
         keep = set(node_ids)
@@ -121,4 +127,4 @@ class NodeLabels:
             self._remove(self._items.pop(nid))
 
 
-__all__ = ["Geometry", "NodeLabel", "NodeLabels"]
+__all__ = ["Geometry", "Look", "NodeLabel", "NodeLabels"]

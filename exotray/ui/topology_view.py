@@ -32,7 +32,8 @@ from PySide6.QtWidgets import QToolTip, QWidget
 from exotray.core import fmt, topology
 from exotray.core.topology import Edge, Node
 from exotray.ui import linkwords, theme, topology_tips
-from exotray.ui.topology_labels import NodeLabel, NodeLabels
+from exotray.ui.topology_edges import KINDS, EdgeBatches, edge_geometry, kind_codes
+from exotray.ui.topology_labels import Geometry, NodeLabel, NodeLabels
 from exotray.ui.topology_layout import (
     bezier,
     label_geometry,
@@ -42,15 +43,10 @@ from exotray.ui.topology_layout import (
     overlap,
 )
 
-KINDS: Final = ("unknown", "calm", "busy", "hot", "down")
 #: per-edge badges are drawn while there are at most this many edges
 BADGE_LIMIT: Final = 24
 #: half-width of the clickable band around an edge, in pixels
 HIT_PX: Final = 6.0
-#: samples of a curved (parallel) edge
-CURVE_SAMPLES: Final = 25
-#: control-point offset between neighbouring parallel edges, as a fraction of the length
-PARALLEL_SPREAD: Final = 0.36
 #: where along an edge a badge may sit, tried in order when the middle is taken
 BADGE_SLOTS: Final = (0.5, 0.4, 0.6, 0.32, 0.68, 0.25, 0.75, 0.8, 0.2, 0.85)
 #: label distance from the node centre, in view units (the circle has radius 1)
@@ -106,9 +102,6 @@ class TopologyView(pg.PlotWidget):
             pen=pg.mkPen(theme.with_alpha(theme.EXO, 0.5), width=19), connect="finite"
         )
         self._exo_sig: tuple[int, ...] | None = None
-        self._curves: dict[str, pg.PlotCurveItem] = {}
-        for kind in KINDS:
-            self._curves[kind] = pg.PlotCurveItem(pen=self._edge_pen(kind, 2.5), connect="finite")
         self._node_item = pg.ScatterPlotItem(pxMode=True, hoverable=False)
         self._focus_badge = self._new_badge()
         self._focus_badge.setVisible(False)
@@ -122,9 +115,8 @@ class TopologyView(pg.PlotWidget):
         ):
             item.setZValue(z)
             self._vb.addItem(item, ignoreBounds=True)
-        for i, kind in enumerate(KINDS):
-            self._curves[kind].setZValue(i)
-            self._vb.addItem(self._curves[kind], ignoreBounds=True)
+        self._batches = EdgeBatches(lambda item: self._vb.addItem(item, ignoreBounds=True))
+        self._curves = self._batches.straight
         self._legend = pg.LegendItem(
             colCount=len(KINDS), labelTextColor=theme.TEXT_MUTED, labelTextSize="8pt",
             horSpacing=14, brush=pg.mkBrush(theme.with_alpha(theme.BACKGROUND, 0.9)),
@@ -141,9 +133,11 @@ class TopologyView(pg.PlotWidget):
         self._graphs = topology.GraphCache()  # for views given without their graph
         self._nodes: list[Node] = []
         self._edges: list[Edge] = []
+        self._numbers = topology.edge_numbers([])  # state, utilization, exo per edge
         self._ifaces: dict[str, linkwords.Ifaces] = {}
         self._pos: dict[str, tuple[float, float]] = {}
         self._pos_ids: frozenset[str] = frozenset()
+        self._label_geoms: dict[str, Geometry] = {}  # per node: where its name goes
         self._node_sig: tuple[Any, ...] | None = None
         self._node_px = 30.0
         self._geom_sig: tuple[Any, ...] | None = None
@@ -153,9 +147,8 @@ class TopologyView(pg.PlotWidget):
         self._seg1 = np.zeros((0, 2))
         self._seg_edge = np.zeros(0, dtype=np.int64)
         self._edge_index: dict[str, int] = {}  # any link id -> index in self._edges
-        self._kinds: list[str] = []
+        self._codes = np.zeros(0, dtype=np.int8)  # per edge: its drawing class, in KINDS
         self._style_sig: tuple[Any, ...] | None = None
-        self._members: dict[str, list[int]] = {}  # per drawing class: its edges' indexes
         self._selected_id: str | None = None
         self._hover: int | None = None
         self._hover_node: str | None = None
@@ -207,6 +200,7 @@ class TopologyView(pg.PlotWidget):
         changes, a colour's batch when an edge joins or leaves it."""
         nodes, edges = graph if graph is not None else self._graphs.build(cluster)
         self._nodes, self._edges = nodes, edges
+        self._numbers = topology.edge_numbers(edges)
         self._ifaces = {n["node"]["id"]: linkwords.node_interfaces(n)
                         for n in cluster.get("nodes", [])}
         self._update_layout(nodes)
@@ -253,7 +247,7 @@ class TopologyView(pg.PlotWidget):
         return float(m[0]), float(m[1])
 
     def edge_kind(self, link_id: str) -> str:
-        return self._kinds[self._index(link_id)]
+        return KINDS[self._codes[self._index(link_id)]]
 
     def edge_pen(self, link_id: str) -> QPen:
         """The pen the edge is drawn with (its class's curve item)."""
@@ -318,6 +312,9 @@ class TopologyView(pg.PlotWidget):
         count = len(nodes)
         self._node_px = 30.0 if count <= 12 else max(9.0, 30.0 * 12 / count)
         self._label_font.setPointSizeF(10 if count <= 12 else 8 if count <= 40 else 7)
+        size = self._label_font.pointSizeF()
+        self._label_geoms = {nid: label_geometry(xy, size, count > 12, LABEL_GAP)
+                             for nid, xy in self._pos.items()}
         if self._pos:
             xs = [p[0] for p in self._pos.values()]
             ys = [p[1] for p in self._pos.values()]
@@ -350,58 +347,28 @@ class TopologyView(pg.PlotWidget):
                 )
             self._node_item.setData(spots)
         radial = len(nodes) > 12
-        dpr = max(1.0, self.devicePixelRatioF())
-        font, size, pos = self._label_font, self._label_font.pointSizeF(), self._pos
+        look = (self._label_font, self._label_font.toString(), theme.TEXT,
+                max(1.0, self.devicePixelRatioF()))
+        geoms = self._label_geoms
         for n in nodes:
-            geom = label_geometry(pos[n.id], size, radial, LABEL_GAP)
-            self._labels.show(n.id, label_markup(n, compact=radial), font, geom, theme.TEXT,
-                              dpr)
-        self._labels.keep_only(pos)
+            self._labels.show(n.id, label_markup(n, compact=radial), geoms[n.id], look)
+        self._labels.keep_only(self._pos)
 
     # -- edges -------------------------------------------------------------------------
     def _update_geometry(self, edges: list[Edge]) -> None:
-        # An edge's key (its link ids) fixes its ends and its place among parallel
-        # edges; the layout fixes where the ends are.
         sig = (self._pos_ids, tuple([e.key for e in edges]))
         if sig == self._geom_sig:
             return
         self._geom_sig = sig
         self._edge_index = {lid: i for i, e in enumerate(edges) for lid in e.link_ids}
-        n = len(edges)
-        ctrl = np.zeros((n, 3, 2))
-        curved = np.zeros(n, dtype=bool)
-        for i, e in enumerate(edges):
-            a, b = (e.a, e.b) if e.a <= e.b else (e.b, e.a)  # one side for every parallel
-            pa, pb = np.array(self._pos[a]), np.array(self._pos[b])
-            d = pb - pa
-            off = (e.index - (e.count - 1) / 2) * min(PARALLEL_SPREAD, 0.9 / max(e.count - 1, 1))
-            normal = np.array([-d[1], d[0]])
-            ctrl[i] = (pa, (pa + pb) / 2 + off * normal, pb)
-            curved[i] = off != 0
-        self._ctrl = ctrl
-        nan = np.full((1, 2), np.nan)
-        ts = np.linspace(0.0, 1.0, CURVE_SAMPLES)
-        paths: list[np.ndarray] = []
-        for i in range(n):
-            p0, c, p2 = ctrl[i]
-            pts = bezier(p0, c, p2, ts) if curved[i] else ctrl[i, [0, 2]]
-            paths.append(np.vstack([pts, nan]))
-        self._paths = paths
-        if paths:
-            allp = np.concatenate(paths)
-            owner = np.concatenate([np.full(len(p), i) for i, p in enumerate(paths)])
-            s0, s1 = allp[:-1], allp[1:]
-            ok = np.isfinite(s0).all(axis=1) & np.isfinite(s1).all(axis=1)
-            self._seg0, self._seg1, self._seg_edge = s0[ok], s1[ok], owner[:-1][ok]
-        else:
-            self._seg0 = self._seg1 = np.zeros((0, 2))
-            self._seg_edge = np.zeros(0, dtype=np.int64)
+        geom = edge_geometry(edges, self._pos)
+        self._ctrl, self._paths = geom.ctrl, geom.paths
+        self._seg0, self._seg1, self._seg_edge = geom.seg0, geom.seg1, geom.seg_edge
+        self._batches.set_geometry(geom)
         self._style_sig = None
 
     def _update_exo(self) -> None:
-        idx = tuple([i for i, e in enumerate(self._edges)
-                     if e.primary.get("exo_instances")
-                     or (e.reverse is not None and e.reverse.get("exo_instances"))])
+        idx = tuple(np.flatnonzero(self._numbers[2]).tolist())
         sig = (*idx, id(self._paths))
         if sig == self._exo_sig:
             return
@@ -422,34 +389,17 @@ class TopologyView(pg.PlotWidget):
         return pen
 
     def _restyle(self) -> None:
-        link_kind, threshold = theme.link_kind, self._threshold
-        kinds = [link_kind(e.state, e.utilization, threshold) for e in self._edges]
-        self._kinds = kinds
+        state, util, _exo = self._numbers
+        self._codes = kind_codes(state, util, self._threshold)
         n = len(self._edges)
         width = 3.0 if n <= 60 else 1.5 if n <= 500 else 1.0
         alpha = 1.0 if n <= 500 else 0.55
         sig = (width, alpha, id(self._paths))
         if sig != self._style_sig:  # new pens or new geometry: every batch again
             self._style_sig = sig
-            self._members = {}
-            for kind, item in self._curves.items():
-                pen = self._edge_pen(kind, width, alpha)
-                if item.opts["pen"] != pen:
-                    item.setPen(pen)
-        groups: dict[str, list[int]] = {k: [] for k in KINDS}
-        for i, kind in enumerate(kinds):
-            groups[kind].append(i)
-        paths = self._paths
-        for kind, item in self._curves.items():
-            members = groups[kind]
-            if self._members.get(kind) == members:
-                continue  # no edge joined or left this colour: its batch stays as it is
-            self._members[kind] = members
-            if members:
-                pts = np.concatenate([paths[i] for i in members])
-                item.setData(pts[:, 0], pts[:, 1], connect="finite")
-            else:
-                item.setData([], [])
+            for kind in KINDS:
+                self._batches.set_pen(kind, self._edge_pen(kind, width, alpha))
+        self._batches.set_kinds(self._codes)
 
     # -- badges --------------------------------------------------------------------------
     def _new_badge(self) -> pg.TextItem:
@@ -495,10 +445,11 @@ class TopologyView(pg.PlotWidget):
                     badge.setZValue(20)
                     self._vb.addItem(badge, ignoreBounds=True)
                     self._badges[e.key] = badge
-                self._style_badge(badge, e, self._kinds[i], i == sel)
+                self._style_badge(badge, e, KINDS[self._codes[i]], i == sel)
             self._focus_badge.setVisible(False)
         elif sel is not None:
-            self._style_badge(self._focus_badge, self._edges[sel], self._kinds[sel], True)
+            self._style_badge(self._focus_badge, self._edges[sel], KINDS[self._codes[sel]],
+                              True)
             self._focus_badge.setVisible(True)
         else:
             self._focus_badge.setVisible(False)
@@ -568,7 +519,7 @@ class TopologyView(pg.PlotWidget):
             else:
                 pts = self._paths[sel]
                 halo.setData(pts[:, 0], pts[:, 1], connect="finite")
-        if self._kinds:
+        if len(self._codes):
             self._update_badges()
 
     def _set_hover(self, index: int | None) -> None:
