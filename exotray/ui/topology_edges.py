@@ -139,18 +139,22 @@ class EdgeBatches:
             self._members[kind] = members
             straight = members[~curved[members]]
             bent = members[curved[members]]
+            # (an empty item is hidden: the scene then does not ask for its bounds)
+            line, curve = self.straight[kind], self.bent[kind]
             if len(straight):
                 pts = np.empty((2 * len(straight), 2))
                 pts[0::2] = self._a[straight]
                 pts[1::2] = self._b[straight]
-                self.straight[kind].setData(pts[:, 0], pts[:, 1], connect="pairs")
-            else:
-                self.straight[kind].setData([], [])
+                line.setData(pts[:, 0], pts[:, 1], connect="pairs")
+            elif line.isVisible():
+                line.setData([], [])
+            line.setVisible(bool(len(straight)))
             if len(bent):
                 pts = np.concatenate([geom.paths[i] for i in bent])
-                self.bent[kind].setData(pts[:, 0], pts[:, 1], connect="finite")
-            else:
-                self.bent[kind].setData([], [])
+                curve.setData(pts[:, 0], pts[:, 1], connect="finite")
+            elif curve.isVisible():
+                curve.setData([], [])
+            curve.setVisible(bool(len(bent)))
 
 
 __all__ = ["CURVE_SAMPLES", "KINDS", "EdgeBatches", "Geometry", "edge_geometry", "kind_codes"]

@@ -27,7 +27,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QCursor, QFont, QPen
-from PySide6.QtWidgets import QToolTip, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QToolTip, QWidget
 
 from exotray.core import fmt, topology
 from exotray.core.topology import Edge, Node
@@ -103,6 +103,8 @@ class TopologyView(pg.PlotWidget):
         )
         self._exo_sig: tuple[int, ...] | None = None
         self._node_item = pg.ScatterPlotItem(pxMode=True, hoverable=False)
+        # the circles change only when a node's look does: one pixmap until then
+        self._node_item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self._focus_badge = self._new_badge()
         self._focus_badge.setVisible(False)
         for z, item in (
@@ -141,6 +143,7 @@ class TopologyView(pg.PlotWidget):
         self._node_sig: tuple[Any, ...] | None = None
         self._node_px = 30.0
         self._geom_sig: tuple[Any, ...] | None = None
+        self._geom_numbers: object = None  # the graph cache's numbers of those edges
         self._ctrl = np.zeros((0, 3, 2))  # per edge: start, control point, end
         self._paths: list[np.ndarray] = []  # per edge: polyline + a NaN row
         self._seg0 = np.zeros((0, 2))
@@ -301,6 +304,13 @@ class TopologyView(pg.PlotWidget):
         self._legend.clear()
         for kind in ("calm", "busy", "hot", "unknown", "down"):
             self._legend.addItem(self._legend_samples[kind], names[kind])
+        # The legend changes only here and in restyle: each of its parts is kept as a
+        # pixmap until it changes (Qt redraws an item's cache when the item is updated).
+        todo: list[QGraphicsItem] = [self._legend]
+        while todo:
+            item = todo.pop()
+            item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+            todo.extend(item.childItems())
 
     # -- layout and nodes --------------------------------------------------------------
     def _update_layout(self, nodes: list[Node]) -> None:
@@ -356,6 +366,13 @@ class TopologyView(pg.PlotWidget):
 
     # -- edges -------------------------------------------------------------------------
     def _update_geometry(self, edges: list[Edge]) -> None:
+        # The graph cache's edges are the same edges (keys, order) while its numbers
+        # object is: then there is no need to compare 2016 keys.
+        numbers = getattr(edges, "numbers", None)
+        if (numbers is not None and numbers is self._geom_numbers
+                and self._geom_sig is not None and self._geom_sig[0] == self._pos_ids):
+            return
+        self._geom_numbers = numbers
         sig = (self._pos_ids, tuple([e.key for e in edges]))
         if sig == self._geom_sig:
             return
@@ -466,12 +483,12 @@ class TopologyView(pg.PlotWidget):
         """Badges at the middle of their edge, slid along it when the middle is taken;
         a badge with no free place is hidden (its numbers stay in the tooltip), except
         the selected edge's, which is placed first."""
-        px = self._pixel()
         sel = self._selected_index()
         if not self._badges:
             if sel is not None and self._focus_badge.isVisible():
                 self._focus_badge.setPos(*self.edge_midpoint(self._edges[sel].link_ids[0]))
             return
+        px = self._pixel()
         taken: list[tuple[float, float, float, float]] = []  # x0, y0, x1, y1, view units
         if px is not None:
             r = (self._node_px / 2 + 3) * px

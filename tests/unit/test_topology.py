@@ -97,3 +97,38 @@ def test_graph_cache_reads_new_numbers_and_notices_a_new_shape():
     grown["nodes"].append(c)
     assert cache.build(grown) == build(grown)
     assert find_edge(cache.build(grown)[1], "c-a").link_ids == ("a-c", "c-a")
+
+
+def test_graph_cache_numbers_are_those_of_the_edges():
+    """The cache reads every edge's state, utilization and exo flag at once (arrays); the
+    edges, and `edge_numbers` of a plain build, give the same as `Edge` works out."""
+    import copy
+    import math
+
+    import numpy as np
+
+    from exotray.core.topology import GraphCache, edge_numbers
+
+    cache = GraphCache()
+    cache.build(CLUSTER)
+    c = copy.deepcopy(CLUSTER)
+    a_tb, a_en, a_c = c["nodes"][0]["links"]
+    b_en, b_tb = c["nodes"][1]["links"]
+    a_tb.update(utilization=0.9, rdma="not_counted")  # its RDMA unseen: b's 0.3 is all
+    b_tb.update(state="up")
+    b_en.update(utilization=None, exo_instances=[{"instance": "i1", "model": "m"}])
+    a_en.update(state="probing", utilization=None)  # a state the map does not know
+    a_c.update(utilization=0.4)
+    _nodes, edges = cache.build(c)
+    fresh = build(c)[1]
+    assert edges == fresh
+    state, util, exo = edge_numbers(edges)
+    plain = edge_numbers(list(fresh))  # read edge by edge
+    assert list(state) == list(plain[0]) == [e.state for e in fresh]
+    assert np.array_equal(util, plain[1], equal_nan=True)
+    assert [None if math.isnan(u) else u for u in util] == [e.utilization for e in fresh]
+    assert list(exo) == list(plain[2]) == [False, True, False]
+    tb, en = find_edge(edges, "a-tb"), find_edge(edges, "a-en")
+    assert tb.utilization == 0.3 and tb.state == "up"
+    assert en.state == "probing" and en.utilization is None  # neither end knows it
+    assert en.reverse is b_en and find_edge(edges, "a-c").reverse is None
