@@ -4,15 +4,15 @@ Drawing model (everything is created once and updated in place):
 
 * nodes: one ``ScatterPlotItem`` (all circles) and one pre-rendered name per node id
   (``topology_labels``);
-* edges: one ``PlotCurveItem`` per drawing class (calm, busy, hot, unknown, down) holding
-  every edge of that class as NaN-separated polylines (``connect="finite"``), so a
-  128-node full mesh (8128 edges) is five items, not 8128;
+* edges: per drawing class (calm, busy, hot, unknown, down) one item of straight lines
+  and one of bent polylines (``topology_edges``), so a 128-node full mesh (8128 edges)
+  is five line arrays, not 8128 items; their colours are worked out for all edges at
+  once from the graph cache's arrays (``topology.EdgeNumbers``);
 * selection and hover: two wide translucent "halo" curves under the edges;
 * links that carry exo's inference traffic (their `exo_instances`): one more wide casing
   in theme.EXO under them, and the model on their badge and tooltip (nothing without exo);
-* badges ("12.3 MB/s · 0.8 ms"): one ``TextItem`` per edge while the graph is small
-  (``BADGE_LIMIT`` edges); above that only the selected edge carries a badge, because
-  thousands of badges are an unreadable pile.
+* badges ("12.3 MB/s · 0.8 ms"): one per edge while the graph is small, above that only
+  on the selected edge (``topology_badges``).
 
 Node positions are assigned once per set of node ids (self on top, the others clockwise
 by name, then id) and never move while that set is unchanged. Clicks and hovers are
@@ -32,23 +32,18 @@ from PySide6.QtWidgets import QGraphicsItem, QToolTip, QWidget
 from exotray.core import fmt, topology
 from exotray.core.topology import Edge, Node
 from exotray.ui import linkwords, theme, topology_tips
+from exotray.ui.topology_badges import BADGE_LIMIT, EdgeBadges, badge_text
 from exotray.ui.topology_edges import KINDS, EdgeBatches, edge_geometry, kind_codes
 from exotray.ui.topology_labels import Geometry, NodeLabel, NodeLabels
 from exotray.ui.topology_layout import (
-    bezier,
     label_geometry,
     label_markup,
     layout,
     node_style,
-    overlap,
 )
 
-#: per-edge badges are drawn while there are at most this many edges
-BADGE_LIMIT: Final = 24
 #: half-width of the clickable band around an edge, in pixels
 HIT_PX: Final = 6.0
-#: where along an edge a badge may sit, tried in order when the middle is taken
-BADGE_SLOTS: Final = (0.5, 0.4, 0.6, 0.32, 0.68, 0.25, 0.75, 0.8, 0.2, 0.85)
 #: label distance from the node centre, in view units (the circle has radius 1)
 LABEL_GAP: Final = 0.1
 #: margin around the node circle, in view units, so that labels fit
@@ -82,8 +77,6 @@ class TopologyView(pg.PlotWidget):
 
         self._label_font = QFont()
         self._label_font.setPointSizeF(10)
-        self._badge_font = QFont()
-        self._badge_font.setPointSizeF(9)
 
         # -- items, created once --------------------------------------------------------
         # The selection is a magenta casing with a light core, so that the edge keeps
@@ -105,15 +98,12 @@ class TopologyView(pg.PlotWidget):
         self._node_item = pg.ScatterPlotItem(pxMode=True, hoverable=False)
         # the circles change only when a node's look does: one pixmap until then
         self._node_item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
-        self._focus_badge = self._new_badge()
-        self._focus_badge.setVisible(False)
         for z, item in (
             (-3, self._halo_exo),
             (-2, self._halo_hover),
             (-1.5, self._halo_sel),
             (-1, self._halo_core),
             (10, self._node_item),
-            (21, self._focus_badge),
         ):
             item.setZValue(z)
             self._vb.addItem(item, ignoreBounds=True)
@@ -129,7 +119,7 @@ class TopologyView(pg.PlotWidget):
         self._fill_legend()
         self._labels = NodeLabels(lambda item: self._vb.addItem(item, ignoreBounds=True),
                                   self._vb.removeItem, z=11)
-        self._badges: dict[str, pg.TextItem] = {}
+        self._badges = EdgeBadges(self._vb)
 
         # -- model --------------------------------------------------------------------
         self._graphs = topology.GraphCache()  # for views given without their graph
@@ -190,9 +180,7 @@ class TopologyView(pg.PlotWidget):
         for kind, sample in self._legend_samples.items():
             sample.setPen(self._edge_pen(kind, 2.5))
         self._fill_legend()
-        for badge in [*self._badges.values(), self._focus_badge]:
-            badge.fill = pg.mkBrush(theme.with_alpha(theme.BACKGROUND, 0.94))
-            badge.setColor(theme.TEXT)
+        self._badges.restyle()
         self._node_sig = self._style_sig = None
 
     def set_cluster(self, cluster: dict[str, Any],
@@ -268,16 +256,11 @@ class TopologyView(pg.PlotWidget):
     def badge_item(self, link_id: str) -> pg.TextItem | None:
         """The badge showing the edge's numbers, if one is drawn."""
         edge = self.edge_for(link_id)
-        badge = self._badges.get(edge.key)
-        if badge is not None:
-            return badge
         sel = self._selected_index()
-        if sel is not None and self._edges[sel].key == edge.key:
-            return self._focus_badge
-        return None
+        return self._badges.item(edge, sel is not None and self._edges[sel].key == edge.key)
 
     def badge_text(self, link_id: str) -> str:
-        return self._badge_text(self.edge_for(link_id))
+        return badge_text(self.edge_for(link_id))
 
     def edge_tooltip(self, link_id: str) -> str:
         return self._tooltip(self.edge_for(link_id))
@@ -418,60 +401,6 @@ class TopologyView(pg.PlotWidget):
                 self._batches.set_pen(kind, self._edge_pen(kind, width, alpha))
         self._batches.set_kinds(self._codes)
 
-    # -- badges --------------------------------------------------------------------------
-    def _new_badge(self) -> pg.TextItem:
-        badge = pg.TextItem(
-            anchor=(0.5, 0.5),
-            color=theme.TEXT,
-            fill=pg.mkBrush(theme.with_alpha(theme.BACKGROUND, 0.94)),
-            border=pg.mkPen(theme.GRID, width=1),
-        )
-        badge.setFont(self._badge_font)
-        return badge
-
-    @staticmethod
-    def _badge_text(edge: Edge) -> str:
-        text = f"{fmt.rate(edge.rate_bytes_per_s)} · {fmt.ms(edge.rtt_ms)}"
-        exo = topology_tips.edge_exo(edge)
-        return f"{text}\nexo: {', '.join(exo)}" if exo else text
-
-    def _style_badge(self, badge: pg.TextItem, edge: Edge, kind: str, selected: bool) -> None:
-        text = self._badge_text(edge)
-        color = theme.TEXT_MUTED if kind in ("down", "unknown") else theme.TEXT
-        if badge.toPlainText() != text or badge.color != pg.mkColor(color):
-            badge.setText(text, color)
-        border_color = theme.SELECTION if selected else theme.KIND_COLOR[kind]
-        border = pg.mkPen(border_color, width=2 if selected else 1)
-        if kind == "down":
-            border.setStyle(Qt.PenStyle.DashLine)
-        if badge.border != border:
-            badge.border = border
-            badge.update()
-
-    def _update_badges(self) -> None:
-        per_edge = len(self._edges) <= BADGE_LIMIT
-        keep = {e.key for e in self._edges} if per_edge else set()
-        for key in set(self._badges) - keep:
-            self._vb.removeItem(self._badges.pop(key))
-        sel = self._selected_index()
-        if per_edge:
-            for i, e in enumerate(self._edges):
-                badge = self._badges.get(e.key)
-                if badge is None:
-                    badge = self._new_badge()
-                    badge.setZValue(20)
-                    self._vb.addItem(badge, ignoreBounds=True)
-                    self._badges[e.key] = badge
-                self._style_badge(badge, e, KINDS[self._codes[i]], i == sel)
-            self._focus_badge.setVisible(False)
-        elif sel is not None:
-            self._style_badge(self._focus_badge, self._edges[sel], KINDS[self._codes[sel]],
-                              True)
-            self._focus_badge.setVisible(True)
-        else:
-            self._focus_badge.setVisible(False)
-        self._place_badges()
-
     def _pixel(self) -> float | None:
         """Size of a screen pixel in view units, None before the view has a size."""
         if self._vb.width() < 10 or self._vb.height() < 10:
@@ -479,44 +408,15 @@ class TopologyView(pg.PlotWidget):
         px, py = self._vb.viewPixelSize()
         return max(px, py) if px > 0 and py > 0 else None
 
+    def _update_badges(self) -> None:
+        self._badges.update(self._edges, self._codes, self._selected_index())
+        self._place_badges()
+
     def _place_badges(self) -> None:
-        """Badges at the middle of their edge, slid along it when the middle is taken;
-        a badge with no free place is hidden (its numbers stay in the tooltip), except
-        the selected edge's, which is placed first."""
         sel = self._selected_index()
-        if not self._badges:
-            if sel is not None and self._focus_badge.isVisible():
-                self._focus_badge.setPos(*self.edge_midpoint(self._edges[sel].link_ids[0]))
-            return
-        px = self._pixel()
-        taken: list[tuple[float, float, float, float]] = []  # x0, y0, x1, y1, view units
-        if px is not None:
-            r = (self._node_px / 2 + 3) * px
-            taken = [(x - r, y - r, x + r, y + r) for x, y in self._pos.values()]
-        slots = np.array(BADGE_SLOTS)
-        order = sorted(range(len(self._edges)), key=lambda i: (i != sel, i))
-        for i in order:
-            badge = self._badges.get(self._edges[i].key)
-            if badge is None:
-                continue
-            p0, c, p2 = self._ctrl[i]
-            cands = bezier(p0, c, p2, slots)
-            best = cands[0]
-            free = True
-            if px is not None:
-                rect = badge.textItem.boundingRect()
-                hw, hh = (rect.width() / 2 + 3) * px, (rect.height() / 2 + 2) * px
-                free = False
-                for x, y in cands:
-                    box = (x - hw, y - hh, x + hw, y + hh)
-                    if not any(overlap(box, t) for t in taken):
-                        best = np.array([x, y])
-                        free = True
-                        break
-                if free or i == sel:
-                    taken.append((best[0] - hw, best[1] - hh, best[0] + hw, best[1] + hh))
-            badge.setVisible(free or i == sel)
-            badge.setPos(float(best[0]), float(best[1]))
+        px = self._pixel() if self._badges.per_edge else None
+        self._badges.place(self._edges, self._ctrl, list(self._pos.values()),
+                           self._node_px / 2, sel, px)
 
     # -- selection and hover ---------------------------------------------------------------
     def _index(self, link_id: str) -> int:
@@ -562,16 +462,9 @@ class TopologyView(pg.PlotWidget):
 
     def _edge_at(self, scene_pos: QPointF) -> int | None:
         """The edge under a scene point: its badge, or within HIT_PX of its line."""
-        for key, badge in self._badges.items():
-            if badge.isVisible() and badge.mapRectToScene(badge.boundingRect()).contains(
-                scene_pos
-            ):
-                return next(i for i, e in enumerate(self._edges) if e.key == key)
-        sel = self._selected_index()
-        if sel is not None and self._focus_badge.isVisible():
-            fb = self._focus_badge
-            if fb.mapRectToScene(fb.boundingRect()).contains(scene_pos):
-                return sel
+        on_badge = self._badges.hit(scene_pos, self._edges, self._selected_index())
+        if on_badge is not None:
+            return on_badge
         px = self._pixel()
         if px is None or not len(self._seg_edge) or self._node_at(scene_pos) is not None:
             return None
