@@ -166,7 +166,8 @@ class TopologyView(pg.PlotWidget):
     def restyle(self) -> None:
         """Take theme.py's current colours (exotray.ui.look, through the window): what
         was drawn once is recoloured here, the rest at the next set_cluster, which
-        redraws every node, label, edge and badge (nothing is skipped as unchanged)."""
+        gives every node, edge and badge its new colours (the names are rendered again:
+        their markup carries the colours)."""
         self.setBackground(theme.BACKGROUND)
         for item, pen in ((self._halo_sel, pg.mkPen(theme.SELECTION, width=13)),
                           (self._halo_core, pg.mkPen(theme.BACKGROUND, width=7)),
