@@ -9,11 +9,11 @@ import copy
 import json
 
 import pytest
+from stream_frames import snapshot
 
 from exotray.agent import stream_wire as W
 from exotray.core import schema
 from exotray.core.schema import SnapshotRejected, parse_snapshot
-from tests.stream_frames import snapshot
 
 
 def _reason(doc: dict | bytes) -> tuple[str, str]:
