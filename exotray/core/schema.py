@@ -6,7 +6,7 @@ bounded lengths, patterns), and its names are checked free of control, format an
 separator characters (the UI shows them); it is refused when it claims our own id.
 Every refusal is a `SnapshotRejected` with a short machine-readable reason.
 msgspec rather than pydantic (docs/design.md, "The wire format"): the same checks, a
-third of the memory, and the frames of every peer validated in C.
+quarter of the memory, and the frames of every peer validated in C.
 """
 
 from __future__ import annotations

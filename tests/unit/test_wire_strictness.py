@@ -101,3 +101,13 @@ def test_dump_is_the_json_the_sender_built():
     snap["interfaces"][0]["rx_bytes_per_s"] = 1024
     value = schema.dump(parse_snapshot(json.dumps(snap).encode()))["interfaces"][0]
     assert repr(value["rx_bytes_per_s"]) == "1024.0"  # a float field dumps a float
+
+
+def test_a_refusal_quotes_hostile_text_escaped():
+    """A refusal's detail goes to the log and to the peer's last error (shown by `exotray
+    status`): msgspec quotes a bad enum value as Python's repr does, escaped."""
+    doc = snapshot()
+    doc["links"][0]["state"] = "up\u202e\x1b[2J" + "x" * 300
+    reason, detail = _reason(doc)
+    assert reason == "invalid" and "\\u202e\\x1b" in detail
+    assert schema.unsafe_char(detail) is None and len(detail) <= 200
