@@ -27,12 +27,20 @@ What it measures
       /v1/cluster shows it for n2 (each read every 10 ms): median and max. The freshness
       target is one interval + 0.5 s.
 
+    * RSS of each agent at the end of the window (P - 1 peers each): median and max;
+    * with --fields (stream rows): which fields n1's deltas carried during the window —
+      n1's own /v1/stream followed by the bench (a P-th subscriber), each field set on a
+      record counted, with the bytes it took (`"name":value,`), per second.
+
+    --protocols picks the rows' protocols (default "poll,stream").
+
     Everything stays on 127.0.0.1. It measures and prints; it asserts nothing. The P
     agents share this machine's CPUs (and with anything else running on it).
 
 How to run (from the repository root)
     python bench/sharing_bytes.py                      # P = 2, 8, 16; ~4 min
     python bench/sharing_bytes.py --peers 4 --seconds 10
+    python bench/sharing_bytes.py --peers 16 --protocols stream --fields
 
 Output: a Markdown table on stdout and bench/results/sharing_bytes.json.
 """
@@ -42,10 +50,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import secrets
 import statistics
 import sys
+import threading
 import time
 import urllib.request
+from collections import Counter
 
 import psutil
 from _harness import (
@@ -125,6 +136,50 @@ def freshness(group: AgentGroup, changes: int, seed: int) -> list[float]:
     return out
 
 
+class FieldTally(threading.Thread):
+    """Follows one agent's /v1/stream until `stop`, counting what its deltas set."""
+
+    def __init__(self, base: str) -> None:
+        super().__init__(daemon=True)
+        self.base = base
+        self.stop = threading.Event()
+        self.count: Counter[str] = Counter()
+        self.bytes: Counter[str] = Counter()
+        self.frames = 0
+        self.body_bytes = 0
+        self.error = ""
+
+    def run(self) -> None:
+        from exotray.agent import stream_wire as W  # the interpreter's exotray (PYTHONPATH)
+        if not self.base.startswith("http://127.0.0.1:"):
+            raise ValueError(f"refusing non-loopback URL {self.base!r}")
+        url = f"{self.base}/v1/stream?nonce={secrets.token_hex(16)}&v={W.VERSION}"
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        reader = W.FrameReader()
+        try:
+            with opener.open(url, timeout=5) as resp:
+                while not self.stop.is_set():
+                    chunk = resp.read1(65536)
+                    if not chunk:
+                        break
+                    for kind, _seq, _sig, body, _size in reader.feed(chunk):
+                        if kind == W.DELTA:
+                            self._tally(json.loads(body))
+        except OSError as e:
+            self.error = str(e)
+
+    def _tally(self, d: dict) -> None:
+        self.frames += 1
+        for part in ("links", "interfaces"):
+            for fields in d.get(part, {}).get("set", {}).values():
+                for f, v in fields.items():
+                    self.count[f"{part}.{f}"] += 1
+                    self.bytes[f"{part}.{f}"] += len(json.dumps({f: v}, separators=(",", ":")))
+            for rec in d.get(part, {}).get("add", []):
+                self.count[f"{part}.add"] += 1
+                self.bytes[f"{part}.add"] += len(json.dumps(rec, separators=(",", ":")))
+
+
 def run_row(n: int, protocol: str, args: argparse.Namespace) -> dict:
     group = AgentGroup(python=args.python, interval=args.interval,
                        extra_args=("--sharing", protocol))
@@ -137,11 +192,20 @@ def run_row(n: int, protocol: str, args: argparse.Namespace) -> dict:
         time.sleep(args.settle)
         procs = [psutil.Process(a.proc.pid) for a in group.agents]
         c0 = [a.snapshot()["counters"] for a in group.agents]
+        tally = FieldTally(group.agents[0].base) if args.fields and protocol == "stream" \
+            else None
+        if tally is not None:
+            tally.start()
+            time.sleep(1.5)  # past its full snapshot
+            tally.count.clear(), tally.bytes.clear()
         cpu0 = [_cpu_s(p) for p in procs]
         t0 = time.monotonic()
         time.sleep(args.seconds)
         wall = time.monotonic() - t0
         cpu1 = [_cpu_s(p) for p in procs]
+        rss = [p.memory_info().rss / 2**20 for p in procs]
+        if tally is not None:
+            tally.stop.set()
         snaps = [a.snapshot() for a in group.agents]
         c1 = [s["counters"] for s in snaps]
         cpu = [100.0 * (b - a) / wall for a, b in zip(cpu0, cpu1, strict=True)]
@@ -165,6 +229,7 @@ def run_row(n: int, protocol: str, args: argparse.Namespace) -> dict:
             "interval_s": interval,
             "cpu_pct_mean": statistics.fmean(cpu), "cpu_pct_max": max(cpu),
             "cpu_pct_each": [round(x, 2) for x in cpu],
+            "rss_mib_median": statistics.median(rss), "rss_mib_max": max(rss),
             "snapshot_body_bytes": statistics.median(bodies),
             "snapshot_header_bytes": statistics.median(heads),
             "fetch_errors": total("fetch_errors"),
@@ -180,6 +245,10 @@ def run_row(n: int, protocol: str, args: argparse.Namespace) -> dict:
                 "subscribers_dropped": total("stream_subscribers_dropped"),
                 "reconnects": total("stream_reconnects"),
             })
+            if tally is not None:
+                row["fields_per_s"] = {f: {"count": c / wall, "bytes": tally.bytes[f] / wall}
+                                       for f, c in tally.count.most_common()}
+                row["fields_error"] = tally.error
         else:
             row["bytes_per_peer_per_s"] = (statistics.median(bodies) + statistics.median(heads)
                                            + REQUEST_BYTES) / interval
@@ -200,23 +269,28 @@ def main(argv: list[str] | None = None) -> int:
                     help="changes timed for freshness per row (10; 0: none)")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--name", default="sharing_bytes")
+    ap.add_argument("--protocols", default="poll,stream", help="rows' protocols (poll,stream)")
+    ap.add_argument("--fields", action="store_true",
+                    help="stream rows: tally which fields n1's deltas carry")
     args = ap.parse_args(argv)
     counts = [int(x) for x in args.peers.split(",") if x.strip()]
     if not counts or any(c < 2 or c > 64 for c in counts):
         ap.error("--peers: each count must be 2..64")
     rows = []
     for n in counts:
-        for protocol in ("poll", "stream"):
+        for protocol in [x for x in args.protocols.split(",") if x]:
             print(f"[sharing_bytes] P={n} {protocol} ...", file=sys.stderr)
             rows.append(run_row(n, protocol, args))
     headers = ["P", "sharing", "CPU % mean (1 core)", "CPU % max", "B/s per peer (idle)",
-               "snapshot B", "change seen, median / max s", "errors", "dropped subs"]
+               "snapshot B", "change seen, median / max s", "errors", "dropped subs",
+               "RSS MiB med / max"]
     table = [[r["peers"], r["protocol"], f"{r['cpu_pct_mean']:.2f}", f"{r['cpu_pct_max']:.2f}",
               f"{r['bytes_per_peer_per_s']:.0f}", f"{r['snapshot_body_bytes']:.0f}",
               (f"{r['freshness_median_s']:.2f} / {r['freshness_max_s']:.2f}"
                if r["freshness_median_s"] is not None else "–"),
               r["fetch_errors"] + r["snapshots_rejected"],
-              r.get("subscribers_dropped", "–")] for r in rows]
+              r.get("subscribers_dropped", "–"),
+              f"{r['rss_mib_median']:.1f} / {r['rss_mib_max']:.1f}"] for r in rows]
     info = machine_info()
     print(f"## exotray sharing: poll vs stream, full mesh of P loopback agents, idle "
           f"({args.seconds:g} s window)\n")
@@ -227,6 +301,12 @@ def main(argv: list[str] | None = None) -> int:
           "the agents' stream_bytes_in counter + ~7 B chunk framing per frame. Change "
           f"seen: {args.changes} capacity changes on n2, from n2's own snapshot showing "
           "it to n1's /v1/cluster showing it (each read every 10 ms).")
+    for r in rows:
+        if r.get("fields_per_s"):
+            print(f"\nP={r['peers']}: fields in n1's deltas, per second "
+                  f"(count, bytes): " + ", ".join(
+                      f"{f} {v['count']:.2f} / {v['bytes']:.0f} B"
+                      for f, v in list(r["fields_per_s"].items())[:10]))
     path = write_json(args.name, {"benchmark": "sharing_bytes", "machine": info,
                                   "params": vars(args), "rows": rows})
     print(f"\nJSON: {path}", file=sys.stderr)

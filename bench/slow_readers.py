@@ -56,7 +56,7 @@ class Stub:
     def now(self):
         return 0.0
 
-app = create_app(Stub(), CollectorRegistry())
+app = create_app(Stub(), CollectorRegistry)
 if mode == "whole":  # as before shared_view.py
     async def cluster(request):
         return JSONResponse(Stub().cluster())

@@ -13,24 +13,26 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
-from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from exotray.agent import captest, control, metrics, store
+from exotray.agent import captest, control, store
 from exotray.agent.guard import RequestGuard
 from exotray.agent.keys import SIGNATURE_HEADER, ClusterKeyError, sign, signed_by
 from exotray.agent.shared_view import SharedView
 from exotray.core.events import EventLog
 from exotray.core.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 log = logging.getLogger(__name__)
 
@@ -122,9 +124,20 @@ class Services(Protocol):
                       streams: int) -> dict[str, Any]: ...
 
 
-def create_app(agent: Services, registry: CollectorRegistry,
+def lazy_registry(source: Any) -> Callable[[], CollectorRegistry]:
+    """/metrics' registry for `source` (metrics.Source), made at the first scrape: an agent
+    nobody scrapes never loads prometheus_client (docs/design.md, "Memory")."""
+    def make() -> CollectorRegistry:
+        from exotray.agent.metrics import registry_for
+        return registry_for(source)
+    return make
+
+
+def create_app(agent: Services, registry: Callable[[], CollectorRegistry],
                sharing_routes: Sequence[BaseRoute] = ()) -> Starlette:
-    """The API; `sharing_routes` are the sharing protocol's own endpoints (sharing.py)."""
+    """The API; `registry` makes /metrics' registry (at the first scrape: lazy_registry),
+    `sharing_routes` are the sharing protocol's own endpoints (sharing.py)."""
+    made: list[CollectorRegistry] = []
     async def snapshot(request: Request) -> JSONResponse:
         resp = JSONResponse(agent.snapshot())
         if agent.key is not None:  # peers with the cluster key check this signature
@@ -246,7 +259,10 @@ def create_app(agent: Services, registry: CollectorRegistry,
         return JSONResponse(_settings_view())
 
     async def prometheus(request: Request) -> Response:
-        return Response(metrics.exposition(registry), media_type=metrics.CONTENT_TYPE)
+        if not made:  # the first scrape imports prometheus_client: off the loop
+            made.append(await asyncio.to_thread(registry))
+        from exotray.agent import metrics  # (loaded by then)
+        return Response(metrics.exposition(made[0]), media_type=metrics.CONTENT_TYPE)
 
     async def capacity_session(request: Request) -> JSONResponse:
         """Another agent asks for a capacity test (consent can be turned off)."""

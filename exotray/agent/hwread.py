@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from exotray.agent import hw_ethtool, hw_linux, hw_macos, hw_macos_bridge, hw_macos_wifi
@@ -67,9 +68,13 @@ class LinuxReader:
         self.sys_net = sys_net
         self.iw_factory = iw_factory
         self.ethtool_factory = ethtool_factory
+        #: a wired NIC's maximum, by name: (its ifindex and negotiated speed, the answer)
+        self._max: dict[str, tuple[tuple[str | None, int | None], int | None]] = {}
 
     def links(self, kinds: Mapping[str, str]) -> dict[str, HwLink]:
         out: dict[str, HwLink] = {}
+        for gone in self._max.keys() - kinds.keys():
+            del self._max[gone]
         for name, kind in kinds.items():
             found = self._one(name, kind)
             if found is not None:
@@ -95,12 +100,21 @@ class LinuxReader:
             return HwLink(name, float(bond.speed_mbit) if bond.speed_mbit else None,
                           members=bond.slaves, source=f"bond ({bond.mode})")
         speed = hw_linux.link_speed_mbit(name, self.sys_net)
-        top = (hw_ethtool.read_max_mbit(name, self.ethtool_factory) if kind == "ethernet"
-               else None)
+        top = self._max_mbit(name, speed) if kind == "ethernet" else None
         if not speed and not top:
             return None
         return HwLink(name, float(speed) if speed else None, float(top) if top else None,
                       source="sysfs")
+
+    def _max_mbit(self, name: str, speed: int | None) -> int | None:
+        """A wired NIC's supported maximum, asked (a child process: hw_ethtool) only when
+        the NIC is new, re-created (another ifindex) or renegotiated: the modes a port
+        supports change with the port, and the question costs a process start."""
+        key = (hw_linux._read(Path(self.sys_net, name, "ifindex")), speed)
+        hit = self._max.get(name)
+        if hit is None or hit[0] != key:
+            hit = self._max[name] = (key, hw_ethtool.read_max_mbit(name, self.ethtool_factory))
+        return hit[1]
 
     def member_for_peer(self, bridge: str, peer_ip: str) -> str | None:
         return hw_linux.bridge_member_for_peer(bridge, peer_ip, self.sys_net)

@@ -22,7 +22,7 @@ import uvicorn
 from exotray import __version__
 from exotray.agent import control, hwread, onlink, sampler, views
 from exotray.agent import links as linkstats
-from exotray.agent.api import create_app
+from exotray.agent.api import create_app, lazy_registry
 from exotray.agent.captest import CapacityTester
 from exotray.agent.clients import HttpClients
 from exotray.agent.eventsink import EventSink
@@ -33,7 +33,6 @@ from exotray.agent.keys import SIGNATURE_HEADER, ClusterKeyError, load_key, sign
 from exotray.agent.links import Link, Target
 from exotray.agent.loops import Loops
 from exotray.agent.measuring import measure, pick_link
-from exotray.agent.metrics import registry_for
 from exotray.agent.monitor import InterfaceMonitor
 from exotray.agent.peers import Peer, PeerTable
 from exotray.agent.probe import ProbeSocket
@@ -325,7 +324,7 @@ class Agent:
         # Listens only during a consented test, on an ephemeral port (or capacity_port).
         self.captest = CapacityTester(s.bind, s.capacity_port or None, allow=s.allow_capacity_tests,
                                       known=self.table.answered, key=lambda: self.key)
-        self._server = make_server(create_app(self, registry_for(self),
+        self._server = make_server(create_app(self, lazy_registry(self),
                                               self.sharing.routes()))
         # Kinds first: mDNS skips VPN interfaces by their kind.
         self.monitor.update(sampler.read_nics(), self.clock())

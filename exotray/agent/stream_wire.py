@@ -22,8 +22,6 @@ import json
 import math
 from typing import Any
 
-from pydantic import ValidationError
-
 from exotray.core import schema
 from exotray.core.schema import MAX_SNAPSHOT_BYTES, SnapshotRejected, dump, parse_snapshot
 
@@ -119,6 +117,7 @@ State = tuple[dict, dict[str, dict], dict[str, dict]]  # top, links by id, inter
 #: bridge member...) — then the link's own rates are not sent, the receiver copies them
 RATES_OF = "rates_of"
 _DERIVED = ("rx_bytes_per_s", "tx_bytes_per_s")
+_LOCAL = schema.LOCAL_LINK_FIELDS
 
 
 def _hold(rec: dict, last: dict | None) -> dict:
@@ -133,7 +132,8 @@ def split(snap: dict, last: State | None = None) -> State:
     state sent before: numbers through `held` against what was last sent; a link whose
     rates are exactly those of the interface carrying it (its member_interface, else its
     local_interface: views.link_dict takes them from there) names it in RATES_OF instead
-    of repeating them, and every other link has RATES_OF None."""
+    of repeating them, and every other link has RATES_OF None. The link fields kept for
+    local clients (schema.LOCAL_LINK_FIELDS: one probe's RTT) are left out."""
     old_links, old_ifaces = (last[1], last[2]) if last is not None else ({}, {})
     ifaces = {i["name"]: _hold(i, old_ifaces.get(i["name"])) for i in snap["interfaces"]}
     raw = {i["name"]: i for i in snap["interfaces"]}
@@ -141,11 +141,10 @@ def split(snap: dict, last: State | None = None) -> State:
     for lk in snap["links"]:
         via = lk.get("member_interface") or lk.get("local_interface")
         src = raw.get(via) if isinstance(via, str) else None
-        if src is not None and all(lk.get(f) == src.get(f) for f in _DERIVED):
-            rec = {k: v for k, v in lk.items() if k not in _DERIVED}
-            rec[RATES_OF] = via
-        else:
-            rec = {**lk, RATES_OF: None}
+        derived = src is not None and all(lk.get(f) == src.get(f) for f in _DERIVED)
+        rec = {k: v for k, v in lk.items()
+               if k not in _LOCAL and not (derived and k in _DERIVED)}
+        rec[RATES_OF] = via if derived else None
         links[lk["id"]] = _hold(rec, old_links.get(lk["id"]))
     return {k: snap[k] for k in TOP}, links, ifaces
 
@@ -257,13 +256,6 @@ class FrameReader:
 
 
 # -- the receiver: a peer's snapshot, rebuilt and validated ------------------------------
-def _rejected(e: ValidationError, where: str) -> SnapshotRejected:
-    first = e.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
-    reason = "unsafe_text" if first["type"] == "unsafe_text" else "invalid"
-    return SnapshotRejected(reason, f"{where}.{loc}: {first['msg']}"[:200])
-
-
 class Mirror:
     """One peer's snapshot as its stream describes it. `full()` and `delta()` return the
     new `schema.Snapshot`, or raise SnapshotRejected / FrameError and change nothing."""
@@ -313,17 +305,15 @@ class Mirror:
         if ifaces is not None:  # links that take their rates from a changed interface
             links = _refill(links or (self.links, self.link_objs), ifaces[0])
         if not top and links is None and ifaces is None:
-            snap = self.snap.model_copy(update={"data_age_s": float(age)})
+            snap = schema.replace(self.snap, data_age_s=float(age))
         else:
             new_top = {**self.top, **top}
             link_d, link_o = links or (self.links, self.link_objs)
             if_d, if_o = ifaces or (self.ifaces, self.iface_objs)
-            try:
-                snap = schema.Snapshot.model_validate(
-                    {**new_top, "data_age_s": float(age), "interfaces": list(if_o.values()),
-                     "links": list(link_o.values())})
-            except ValidationError as e:
-                raise _rejected(e, "snapshot") from None
+            snap = schema.validate(  # (the records are validated already, in C: kept)
+                schema.Snapshot,
+                {**new_top, "data_age_s": float(age), "interfaces": list(if_o.values()),
+                 "links": list(link_o.values())}, "snapshot")
             self.top, self.links, self.link_objs = new_top, link_d, link_o
             self.ifaces, self.iface_objs = if_d, if_o
         self.snap = snap
@@ -363,12 +353,9 @@ class Mirror:
                                                          rec.get(key))
             if via is not None:
                 rec = {**rec, **{f: ifaces[via][f] for f in _DERIVED}}  # type: ignore[index]
-            try:
-                obj = model.model_validate(rec)
-            except ValidationError as e:
-                raise _rejected(e, where) from None
+            obj = schema.validate(model, rec, where)
             k = getattr(obj, key)
-            d[k], o[k] = obj.model_dump(mode="json"), obj
+            d[k], o[k] = dump(obj), obj
             if via is not None:
                 d[k][RATES_OF] = via
         return d, o
@@ -393,5 +380,5 @@ def _refill(links: tuple[dict, dict], ifaces: dict[str, dict]) -> tuple[dict, di
             continue
         rates = {f: ifaces[via][f] for f in _DERIVED}
         if any(rec.get(f) != v for f, v in rates.items()):
-            d[k], o[k] = {**rec, **rates}, o[k].model_copy(update=rates)
+            d[k], o[k] = {**rec, **rates}, schema.replace(o[k], **rates)
     return d, o

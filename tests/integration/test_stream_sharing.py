@@ -191,6 +191,10 @@ def test_a_change_reaches_the_other_node_within_an_interval(streaming_pair):
     cluster = a.get("/v1/cluster")
     assert cluster["sharing"] == "stream" and cluster["peers"][0]["sharing"] == "stream"
     assert 0 <= _node(cluster, "b")["age_s"] < 2.0
+    # one probe's RTT stays with local clients: b shows its own, a's view of b has none
+    assert wait_for(lambda: any(lk["rtt_last_ms"] is not None
+                                for lk in b.get("/v1/snapshot")["links"]), 5)
+    assert all(lk["rtt_last_ms"] is None for lk in _node(a.get("/v1/cluster"), "b")["links"])
 
 
 def test_a_subscriber_that_never_reads_delays_nobody(streaming_pair):
