@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import statistics
 import threading
 from typing import ClassVar
 
@@ -42,7 +43,9 @@ def test_history_fills_and_is_monotonic(pair):
     assert all(len(hist[c]) == len(hist["t"]) for c in cols)
     assert hist["t"] == sorted(hist["t"])
     steps = [b - a for a, b in zip(hist["t"], hist["t"][1:], strict=False)]
-    assert all(0.4 < s < 0.6 for s in steps), steps
+    # one row per interval: a late tick on a busy machine makes one step longer and the
+    # next shorter, so the steps' median is the interval and every step is positive
+    assert all(s > 0 for s in steps) and 0.4 < statistics.median(steps) < 0.6, steps
     assert hist["state"][-1] == "up" and hist["rtt_ms"][-1] > 0
     short = a.get("/v1/history", link=link_id, seconds=1)
     assert 1 <= len(short["t"]) <= 3
