@@ -81,8 +81,9 @@ def rtt_window_s(interval: float) -> float:
 
 def queue_params(interval: float) -> QueueParams:
     """The queueing delay is the median of the last 2 s, or of 2 intervals when they are
-    longer (so that a slower probing still has its 8 probes in the window)."""
-    return QueueParams(recent_s=max(2.0, 2 * interval))
+    longer (so that a slower probing still has its 8 probes in the window); of a link
+    at rest (one probe an interval, agent/pacing.py) its last 8 probes."""
+    return QueueParams(recent_s=max(2.0, 2 * interval), recent_max_s=max(8.0, 8 * interval))
 
 
 def new_link(node_id: str, peer: PeerRef, target: Target, interval: float,

@@ -179,6 +179,9 @@ class RttWindow:
         self._jitter: float | None = None
         self._prev_rtt: float | None = None
         self.last_ms: float | None = None
+        #: (now, samples changed) of the last summary, kept until either moves
+        self._cached: tuple[tuple[float, int, float], RttSummary] | None = None
+        self._version = 0
 
     def reply(self, at: float, rtt_ms: float) -> None:
         if not math.isfinite(rtt_ms) or rtt_ms < 0:
@@ -195,6 +198,7 @@ class RttWindow:
         self._insert(at, None)
 
     def _insert(self, at: float, rtt: float | None) -> None:
+        self._version += 1
         if not self._samples or at >= self._samples[-1][0]:
             self._samples.append((at, rtt))
         else:
@@ -207,6 +211,15 @@ class RttWindow:
             del self._samples[:cut]
 
     def summary(self, now: float) -> RttSummary:
+        c = self._cached
+        key = (now, self._version, self.window_s)
+        if c is not None and c[0] == key:
+            return c[1]
+        s = self._summary(now)
+        self._cached = (key, s)
+        return s
+
+    def _summary(self, now: float) -> RttSummary:
         self._expire(now)
         rtts = sorted(r for _, r in self._samples if r is not None)
         sent = len(self._samples)
