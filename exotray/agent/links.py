@@ -57,6 +57,10 @@ class Link:
     #: what the baseline was learned on: (local interface, peer id)
     learned_on: tuple | None = None
     was_up: bool | None = None
+    #: probed and judged at the full rate until then (pacing.py); the send time of the
+    #: latest probe that was answered
+    busy_until: float = -1e18
+    answered_sent: float | None = None
 
     @property
     def state(self) -> str:

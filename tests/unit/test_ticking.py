@@ -1,0 +1,84 @@
+"""One tick for what shares a schedule (agent/ticking.py): counters at every quarter
+interval, a link at rest judged once an interval, a link with traffic at every tick (so
+saturation is still seen within a quarter interval), sharing once an interval.
+
+The real Agent and its parts; the interface counters are the edge replaced (no traffic
+of this size on this machine: `monitor.read`), the clock is injected."""
+
+from __future__ import annotations
+
+import pytest
+
+from exotray.agent.runtime import Agent
+from exotray.agent.sampler import NicInfo
+from exotray.core.settings import Settings
+
+IFACE, PEER = "xt0", "10.213.160.2"
+NIC = NicInfo(IFACE, True, 1000.0, ("10.213.160.1",), (("10.213.160.1", 24),), multicast=True)
+
+
+@pytest.fixture
+def agent(tmp_path):
+    now = [5000.0]
+    s = Settings(name="a", bind="127.0.0.1", port=0, mdns=False, interval=1.0,
+                 state_dir=str(tmp_path), history_days=0, capacity={IFACE: 100.0}, exo_url="")
+    a = Agent(s, clock=lambda: now[0])
+    a.counters = [1_000_000, 1_000_000]
+    a.monitor.read = lambda full: ({IFACE: tuple(a.counters)}, {IFACE: NIC})
+    peer = a.table.add_manual(PEER, 52480)
+    peer.manual_targets = [(PEER, 52480)]
+    a.table.set_targets(peer)
+    (link,) = a.links.values()
+    link.up = True
+    link.last_reply = now[0]
+    link.path.update([IFACE], IFACE)
+    link.local_interface = IFACE
+    a.now_ = now
+    a.judged = []
+    update = link.detector.update
+
+    def counted(*args, **kw):
+        a.judged.append(now[0])
+        return update(*args, **kw)
+
+    link.detector.update = counted
+    a.produced = []
+    a.sharing.produce = lambda: a.produced.append(now[0])
+    a.sharing.tick = lambda: None
+    yield a
+    a._unlock()
+
+
+def _ticks(a, n: int, bytes_per_tick: int) -> None:
+    for _ in range(n):
+        a.now_[0] += 0.25
+        a.counters[0] += bytes_per_tick
+        a.counters[1] += bytes_per_tick
+        k = a.ticker.count % a.ticker.per_interval
+        a.ticker.sample(k == 0)
+        if k == 0:
+            a.ticker.share()
+        a.ticker.count += 1
+
+
+def test_a_link_at_rest_is_judged_once_an_interval_and_a_busy_one_every_tick(agent):
+    _ticks(agent, 8, 250)  # 1 kB/s: at rest
+    agent.judged.clear()
+    agent.produced.clear()
+    _ticks(agent, 16, 250)
+    assert len(agent.judged) == 4 and len(agent.produced) == 4  # once an interval each
+    # 12.5 MB/s, the whole 100 Mbit/s: judged at every tick from the first that sees it,
+    # and saturated after the sustain time (3 s) of samples, as with four samples always
+    _ticks(agent, 1, 250)
+    agent.judged.clear()
+    start = agent.now_[0]  # the traffic starts now: the next tick is a sub-tick
+    (link,) = agent.links.values()
+    saturated_at = None
+    for _ in range(20):
+        _ticks(agent, 1, 12_500_000 // 4)
+        if saturated_at is None and link.state == "saturated":
+            saturated_at = agent.now_[0]
+    assert len(agent.judged) == 20
+    assert saturated_at is not None and saturated_at - start <= 3.0 + 0.25
+    (event,) = agent.events.after(0)
+    assert event["type"] == "link_saturated" and event["cause"] == "utilization"
