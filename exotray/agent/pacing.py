@@ -15,9 +15,9 @@ In question (probed at the full rate) while any of these holds:
   carries traffic (beyond this agent's own probes and sharing, `OwnTraffic`: else a hub
   with many peers, or agents sharing a loopback, would keep themselves busy), its
   utilization is a fraction of the threshold, its detector is
-  saturated or counting towards it, its queueing delay is not clearly low (half the
-  bound that raises saturation) or unknown by loss, or its last RTT is above its
-  baseline by that bound.
+  saturated or counting towards it, its queueing delay is unknown (too few probes yet,
+  no baseline, loss) or not clearly low (half the bound that raises saturation), or its
+  last RTT is above its baseline by that bound.
 
 Judged at every tick (not only the full one) while busy or while its interface's rate
 says it may be (`may_be_busy`: the same traffic bounds, checked on the counters every
@@ -28,7 +28,7 @@ link's state and the numbers given; no clock of their own.
 from __future__ import annotations
 
 from exotray.agent.links import Link
-from exotray.core.queueing import LOSS, QueueReading
+from exotray.core.queueing import QueueReading
 from exotray.core.stats import Rate
 
 #: an interface carrying at least this fraction of the queueing "carrying" bound
@@ -88,7 +88,7 @@ def busy(link: Link, rate: Rate | None, util: float | None, reading: QueueReadin
     d = link.detector
     if d.saturated or d.pending:
         return True
-    if reading.unknown == LOSS:
+    if reading.unknown is not None:  # too few probes yet, no baseline, or loss
         return True
     bound = link.queue.bound_ms(reading.baseline_ms)
     if bound is None:

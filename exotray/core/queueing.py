@@ -166,8 +166,8 @@ class QueueTracker:
         p = self.params
         since = now - p.recent_s
         r = self._recent
-        if len(r) >= p.recent_probes:
-            nth = r[-p.recent_probes][0]
+        if r:
+            nth = r[-min(p.recent_probes, len(r))][0]
             if nth < since:
                 since = max(nth, now - p.recent_max_s)
         return since

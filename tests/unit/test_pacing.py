@@ -16,7 +16,7 @@ from exotray.agent import links, onlink, pacing
 from exotray.agent.peers import PeerTable
 from exotray.agent.probe import ProbeSocket
 from exotray.agent.probing import Prober
-from exotray.core.queueing import LOSS, QueueReading
+from exotray.core.queueing import LOSS, TOO_FEW_PROBES, QueueReading
 from exotray.core.saturation import SaturationParams
 from exotray.core.stats import Rate
 
@@ -146,6 +146,7 @@ def test_a_link_whose_state_is_in_question_is_busy():
     assert pacing.busy(lk, idle, None, _reading(delay=0.6))  # over half the 1 ms bound
     assert not pacing.busy(lk, idle, None, _reading(delay=0.3))
     assert pacing.busy(lk, idle, None, _reading(delay=None, unknown=LOSS))
+    assert pacing.busy(lk, idle, None, _reading(delay=None, unknown=TOO_FEW_PROBES))
     lk.rtt.reply(999.0, 2.0)  # one probe 2 ms over a 0.05 ms baseline
     assert pacing.busy(lk, idle, None, _reading())
     lk.rtt.reply(999.25, 0.06)

@@ -368,3 +368,8 @@ def test_a_link_probed_once_a_second_at_rest_keeps_eight_probes_in_its_window():
     for i in range(10):
         q2.reply(i * 3.0, IDLE)
     assert q2.recent_since(30.0) == 22.0 and q2.reading(30.0).unknown == TOO_FEW_PROBES
+    # a new link with fewer than 8 probes so far: all of them, within recent_max_s
+    q3 = QueueTracker(linkstats.queue_params(1.0))
+    for i in range(5):
+        q3.reply(float(i), IDLE)
+    assert q3.reading(5.0).replies == 5 and q3.reading(5.0).unknown is None

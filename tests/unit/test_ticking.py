@@ -55,6 +55,9 @@ def _ticks(a, n: int, bytes_per_tick: int) -> None:
         a.counters[0] += bytes_per_tick
         a.counters[1] += bytes_per_tick
         k = a.ticker.count % a.ticker.per_interval
+        if k == 0:  # the link's probe of this interval, answered (the probe socket's part)
+            for link in a.links.values():
+                a.prober.on_reply(link.target, a.now_[0], 0.05)
         a.ticker.sample(k == 0)
         if k == 0:
             a.ticker.share()
@@ -62,7 +65,7 @@ def _ticks(a, n: int, bytes_per_tick: int) -> None:
 
 
 def test_a_link_at_rest_is_judged_once_an_interval_and_a_busy_one_every_tick(agent):
-    _ticks(agent, 8, 250)  # 1 kB/s: at rest
+    _ticks(agent, 64, 250)  # 1 kB/s: at rest (the queueing delay known, the hold over)
     agent.judged.clear()
     agent.produced.clear()
     _ticks(agent, 16, 250)
