@@ -343,6 +343,7 @@ class Agent:
         if self.discovery is not None:
             await self.discovery.stop()  # sends the goodbye
         self.prober.close()
+        self.ticker.close()
         if self.captest is not None:
             await self.captest.stop()
         await self.clients.aclose()

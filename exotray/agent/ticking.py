@@ -19,6 +19,7 @@ and the resolver (10 s) keep timers of their own: they wait on the network.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 
@@ -38,6 +39,9 @@ log = logging.getLogger("exotray.agent.runtime")
 
 #: route lookups (which local interface reaches a peer address) are refreshed this often
 ROUTE_REFRESH_S = 5.0
+#: the interface list is read again at least this often, whatever rtnetlink says (a
+#: NIC's negotiated speed changes without a notice)
+NICS_REFRESH_S = 5.0
 #: ticks per interval: counter readings (rates are sliding averages over one interval)
 #: and the full-rate probes (settings.probes_per_interval, 4, by default)
 SUBSAMPLES = 4
@@ -57,6 +61,12 @@ class Ticker:
         self.update_ifaces = update_ifaces
         self.last_sample: float | None = None
         self.own = pacing.OwnTraffic()
+        #: rtnetlink's change notices (sampler.NicChanges), opened by the first full tick
+        #: that runs in the agent's loop; when the interface list was last read, and the
+        #: interfaces the counters listed then
+        self.nic_changes: sampler.NicChanges | None = None
+        self._nics_at = -1e18
+        self._names: set[str] = set()
         self.count = 0
         #: ticks per interval, and full-rate probes per interval (spread over the ticks)
         self.per_interval = SUBSAMPLES
@@ -104,10 +114,16 @@ class Ticker:
         now = self.clock()
         t = self.wall(now)
         try:
-            counters, nics = self.monitor.read(full)
+            fresh = full and self._nics_due(now)
+            counters, nics = self.monitor.read(fresh)
+            if full and not fresh and counters.keys() != self._names:
+                fresh = True  # an interface came or went: read the list now
+                counters, nics = self.monitor.read(True)
         except OSError as e:
             self._throttled("sample", logging.WARNING, "cannot read interface counters: %s", e)
             return
+        if fresh:
+            self._nics_at, self._names = now, set(counters)
         addresses_changed = self.update_ifaces(nics, now) if full else False
         if full and self.prober.socket is not None:
             self.own.update(now, self.prober.socket.counters, self.sharing().counters)
@@ -124,6 +140,18 @@ class Ticker:
                 linkstats.history_row(link, now, t, n.rate, n.utilization)
             self.store.collect(t, links, self.monitor.ifaces)
         self.last_sample = now
+
+    def _nics_due(self, now: float) -> bool:
+        """Read the interface list on this full tick? When rtnetlink says something
+        changed (always, where it cannot say), else every NICS_REFRESH_S."""
+        if self.nic_changes is None and _in_loop():
+            self.nic_changes = sampler.NicChanges()
+        changed = self.nic_changes.changed() if self.nic_changes is not None else True
+        return changed or now - self._nics_at >= NICS_REFRESH_S
+
+    def close(self) -> None:
+        if self.nic_changes is not None:
+            self.nic_changes.close()
 
     def judge(self, link: Link, t: float, full: bool = True) -> None:
         """Feed the link's detector (on a tick that is not `full`, only when it may be
@@ -145,3 +173,11 @@ class Ticker:
                 fields["rdma"] = rdma
             self.events.emit(type_, at, **fields)
 
+
+
+def _in_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

@@ -85,3 +85,50 @@ def test_a_link_at_rest_is_judged_once_an_interval_and_a_busy_one_every_tick(age
     assert saturated_at is not None and saturated_at - start <= 3.0 + 0.25
     (event,) = agent.events.after(0)
     assert event["type"] == "link_saturated" and event["cause"] == "utilization"
+
+
+class _Quiet:
+    """rtnetlink with nothing to say (sampler.NicChanges' answer when nothing changed)."""
+
+    def __init__(self) -> None:
+        self.say = False
+
+    def changed(self) -> bool:
+        said, self.say = self.say, False
+        return said
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_interface_list_is_read_when_something_changed_not_every_interval(agent):
+    reads = []
+    counters = {IFACE: (0, 0)}
+    agent.monitor.read = lambda full: (reads.append((agent.now_[0], full)) or dict(counters),
+                                       {IFACE: NIC})
+    quiet = agent.ticker.nic_changes = _Quiet()
+    _ticks(agent, 40, 0)  # 10 s: the list at the first full tick and every 5 s
+    fresh = [t for t, full in reads if full]
+    assert len(fresh) == 2 and fresh[1] - fresh[0] == 5.0
+    reads.clear()
+    quiet.say = True  # rtnetlink: a link or an address changed
+    _ticks(agent, 4, 0)
+    assert [full for _, full in reads] == [True, False, False, False]
+    reads.clear()
+    counters["xt1"] = (0, 0)  # an interface the counters list and the list does not
+    _ticks(agent, 4, 0)
+    assert [full for _, full in reads] == [False, True, False, False, False]
+
+
+def test_rtnetlink_notices_where_the_kernel_has_them():
+    import sys
+
+    from exotray.agent.sampler import NicChanges
+
+    assert NicChanges(platform="darwin").changed() is True  # cannot tell: read
+    if sys.platform.startswith("linux"):
+        n = NicChanges()
+        try:
+            assert n.sock is not None and n.changed() in (True, False)
+        finally:
+            n.close()
