@@ -28,13 +28,14 @@ link's state and the numbers given; no clock of their own.
 from __future__ import annotations
 
 from exotray.agent.links import Link
-from exotray.core.queueing import QueueReading
+from exotray.core.queueing import QueueParams, QueueReading
 from exotray.core.stats import Rate
 
 #: an interface carrying at least this fraction of the queueing "carrying" bound
 #: (core/queueing.py, 1 Mbit/s: below it the queueing cause cannot fire) beyond our own
 #: traffic makes its links busy: probed and judged at the full rate
 CARRYING_FRACTION = 1.0
+_CARRYING = QueueParams().carrying_bytes_per_s
 #: a utilization at least this fraction of the saturation threshold makes a link busy
 UTILIZATION_FRACTION = 0.25
 
@@ -77,6 +78,19 @@ def may_be_busy(link: Link, rate: Rate | None, util: float | None,
             CARRYING_FRACTION * link.queue.params.carrying_bytes_per_s):
         return True
     return util is not None and util >= UTILIZATION_FRACTION * link.detector.params.threshold
+
+
+def iface_may_be_busy(rate: Rate | None, capacity_bytes_per_s: float | None,
+                      own_bytes_per_s: float, threshold: float) -> bool:
+    """`may_be_busy` for every link of one interface at once (the same bounds, the
+    queueing cause's default `carrying` bound)."""
+    if rate is None:
+        return False
+    top = max(rate.rx_bytes_per_s, rate.tx_bytes_per_s)
+    if top - own_bytes_per_s >= CARRYING_FRACTION * _CARRYING:
+        return True
+    return bool(capacity_bytes_per_s) and (
+        top / capacity_bytes_per_s >= UTILIZATION_FRACTION * threshold)  # type: ignore[operator]
 
 
 def busy(link: Link, rate: Rate | None, util: float | None, reading: QueueReading,

@@ -129,10 +129,13 @@ class Ticker:
             self.own.update(now, self.prober.socket.counters, self.sharing().counters)
         self.monitor.update_rates(now, counters, nics)
         links = self.table.links.values()
+        # between full ticks, nothing to judge unless some interface may be busy
+        judging = full or self._any_busy(now)
         for link in links:
             if full and (addresses_changed or now - link.route_checked >= ROUTE_REFRESH_S):
                 self.prober.route(link, now, recheck=addresses_changed)
-            self.judge(link, t, full)
+            if judging:
+                self.judge(link, t, full, now)
         if full:
             self.monitor.record_history(t)
             for link in links:  # RDMA included, as detected (exowatch)
@@ -153,13 +156,27 @@ class Ticker:
         if self.nic_changes is not None:
             self.nic_changes.close()
 
-    def judge(self, link: Link, t: float, full: bool = True) -> None:
+    def _any_busy(self, now: float) -> bool:
+        """Whether any link is busy or any interface's numbers say one may be (cheap:
+        once per tick, not per link); with exo's RDMA counters in the rates, always."""
+        if self.exo.state is not None or self.exo.rdma_rates.rates:
+            return True
+        links = self.table.links.values()
+        if any(lk.busy_until > now for lk in links):
+            return True
+        threshold = min((lk.detector.params.threshold for lk in links), default=1.0)
+        return any(pacing.iface_may_be_busy(st.rate, st.capacity.bytes_per_s,
+                                            self.own.bytes_per_s, threshold)
+                   for st in self.monitor.ifaces.values() if st.vanished_at is None)
+
+    def judge(self, link: Link, t: float, full: bool = True, now: float | None = None,
+              ) -> None:
         """Feed the link's detector (on a tick that is not `full`, only when it may be
         busy) and emit what changed."""
         rate, capacity, util, rdma, _ = self.exo.numbers(link, track=True)
         if rate is None or self.paused():
             return
-        now = self.clock()
+        now = self.clock() if now is None else now
         own = self.own.bytes_per_s
         if not full and link.busy_until <= now and not pacing.may_be_busy(link, rate, util, own):
             return

@@ -182,3 +182,11 @@ def test_own_traffic_from_the_counters():
                    stream_frames_built=1)
     own.update(1.0, probe, sharing)
     assert own.bytes_per_s == 82 * 28 + 140 * 14 + 3600
+
+
+def test_the_per_interface_check_uses_the_same_bounds():
+    assert pacing.iface_may_be_busy(Rate(130_000, 0, 1.0), None, 0.0, 0.9)
+    assert not pacing.iface_may_be_busy(Rate(130_000, 0, 1.0), None, 20_000.0, 0.9)
+    assert pacing.iface_may_be_busy(Rate(30_000, 0, 1.0), 100_000.0, 0.0, 0.9)  # 30 %
+    assert not pacing.iface_may_be_busy(Rate(10_000, 0, 1.0), 100_000.0, 0.0, 0.9)
+    assert not pacing.iface_may_be_busy(None, 100_000.0, 0.0, 0.9)
