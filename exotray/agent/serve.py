@@ -42,7 +42,8 @@ class _Server(uvicorn.Server):
         while not should_exit:
             counter = (counter + 10) % 864000
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._exit.wait(), 1.0)
+                async with asyncio.timeout(1.0):  # (no task of its own, as wait_for makes)
+                    await self._exit.wait()
             should_exit = await self.on_tick(counter)
 
     @contextlib.contextmanager
