@@ -44,6 +44,8 @@ UTILIZATION_FRACTION = 0.25
 #: frame beyond its bytes (TCP/IPv4/Ethernet headers of the frame and of its ACK)
 DATAGRAM_BYTES = 82
 FRAME_OVERHEAD_BYTES = 140
+#: a large frame is several TCP segments: 66 B of headers per 1448 B of payload
+SEGMENT_FACTOR = 1 + 66 / 1448
 
 
 class OwnTraffic:
@@ -61,8 +63,9 @@ class OwnTraffic:
                      + 2 * probe.get("requests_reflected", 0))
         frames = sharing.get("stream_frames_in", 0) + sharing.get("stream_frames_built", 0) * max(
             1, sharing.get("stream_subscribers", 0))
+        payload = sharing.get("stream_bytes_in", 0) + sharing.get("stream_bytes_out", 0)
         return (DATAGRAM_BYTES * datagrams + FRAME_OVERHEAD_BYTES * frames
-                + sharing.get("stream_bytes_in", 0) + sharing.get("stream_bytes_out", 0))
+                + payload * SEGMENT_FACTOR)
 
     def update(self, now: float, probe: dict[str, int], sharing: dict[str, int]) -> None:
         total = self.total(probe, sharing)
