@@ -148,6 +148,7 @@ class Agent:
         return self.ticker.last_sample
 
     def _sample_tick(self) -> None:
+        """One tick's sampling alone (the tests that drive the detector call this)."""
         self.ticker.sample(self.ticker.count % self.ticker.per_interval == 0)
         self.ticker.count += 1
 
