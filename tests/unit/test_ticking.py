@@ -132,3 +132,37 @@ def test_rtnetlink_notices_where_the_kernel_has_them():
             assert n.sock is not None and n.changed() in (True, False)
         finally:
             n.close()
+
+
+def test_one_tick_does_what_is_due_in_order_and_a_failing_step_stops_nothing(agent, caplog):
+    ran = []
+    agent.ticker.sample = lambda full: ran.append(("sample", full))
+    agent.ticker.probe = lambda full: ran.append(("probe", full))
+    agent.ticker.share = lambda full: ran.append(("share", full))
+    agent.ticker.period(1.0, 4)
+    for _ in range(5):
+        agent.ticker.tick()
+    assert ran == [("sample", True), ("probe", True), ("share", True),
+                   ("sample", False), ("probe", False), ("sample", False), ("probe", False),
+                   ("sample", False), ("probe", False),
+                   ("sample", True), ("probe", True), ("share", True)]
+
+    def broken(full):
+        raise RuntimeError("a bug in sampling")
+
+    ran.clear()
+    agent.ticker.sample = broken
+    agent.ticker.tick()
+    assert ran == [("probe", False)] and "error in the sample step" in caplog.text
+
+
+def test_fewer_probes_per_interval_are_spread_over_the_ticks(agent):
+    sends = []
+    agent.ticker.sample = lambda full: None
+    agent.ticker.share = lambda full: None
+    agent.prober.tick = lambda paused, full, send=True: sends.append(send)
+    assert agent.ticker.period(1.0, 2) == 0.25
+    for _ in range(8):
+        agent.ticker.tick()
+    assert sends == [True, False, True, False] * 2  # 2 an interval, half an interval apart
+    assert agent.ticker.period(1.0, 8) == 0.125  # more than 4: ticks of an eighth
