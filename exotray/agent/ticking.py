@@ -86,13 +86,11 @@ class Ticker:
         self.count += 1
         probe_due = full or k * self.probes // self.per_interval != (
             (k - 1) * self.probes // self.per_interval)
-        for name, step in (("sample", self.sample), ("probe", self.probe),
-                           ("share", self.share)):
-            if name == "share" and not full:
-                break
-            if name == "probe" and not probe_due:
-                self.prober.tick(self.paused(), full, send=False)
-                continue
+        steps = [("sample", self.sample),
+                 ("probe", self.probe if probe_due else self._replies_only)]
+        if full:
+            steps.append(("share", self.share))
+        for name, step in steps:
             try:
                 step(full)
             except Exception:  # a bug in one part must not stop the others
@@ -100,6 +98,11 @@ class Ticker:
 
     def probe(self, full: bool) -> None:
         self.prober.tick(self.paused(), full)
+
+    def _replies_only(self, full: bool) -> None:
+        """A tick without probes due (fewer than 4 an interval): replies, losses,
+        liveness."""
+        self.prober.tick(self.paused(), full, send=False)
 
     def share(self, full: bool = True) -> None:
         sharing = self.sharing()
@@ -189,7 +192,6 @@ class Ticker:
             if rdma:  # "counted": RDMA bytes are in the rates; "not_counted": they are not
                 fields["rdma"] = rdma
             self.events.emit(type_, at, **fields)
-
 
 
 def _in_loop() -> bool:
