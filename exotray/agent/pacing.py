@@ -133,6 +133,9 @@ def full_rate(link: Link, now: float, last_sent: float | None) -> bool:
         return True
     if link.busy_until > now or link.path.searching:
         return True
-    # a probe out and not answered by the next tick
-    return last_sent is not None and (link.answered_sent is None
-                                      or link.answered_sent < last_sent)
+    # a probe out and not answered by the next tick (nor within twice the last RTT: a
+    # far peer's replies take longer than a quarter interval)
+    if last_sent is None or (link.answered_sent is not None
+                             and link.answered_sent >= last_sent):
+        return False
+    return now - last_sent >= 2 * (link.rtt.last_ms or 0.0) / 1000

@@ -161,6 +161,9 @@ def test_full_rate_while_down_lost_searching_or_unanswered():
     lk.up, lk.last_reply, lk.answered_sent = True, 9.0, 9.0
     assert not pacing.full_rate(lk, 10.0, 9.0)
     assert pacing.full_rate(lk, 10.0, 9.5)  # the latest probe is still out
+    lk.rtt.reply(9.0, 300.0)  # a far peer: 300 ms
+    assert not pacing.full_rate(lk, 10.0, 9.75)  # its reply may still come
+    assert pacing.full_rate(lk, 10.5, 9.75)
     lk.lost_since_reply = 1
     assert pacing.full_rate(lk, 10.0, 9.0)
     lk.lost_since_reply = 0
