@@ -8,8 +8,8 @@ of them: `probes_per_interval` probes and a judgement at every quarter-interval 
 In question (probed at the full rate) while any of these holds:
 * it is not up, or has never answered (the unanswered ones stay rate-limited: probing.py);
 * a probe of it is unanswered after a tick and twice its last RTT (a peer stopping:
-  liveness must see two losses within its 2.5 intervals), or was lost since the last reply, or within the
-  RTT window (loss is then measured on the full rate's samples);
+  liveness must see two losses within its 2.5 intervals), or was lost since the last
+  reply, or within the RTT window (loss is then measured on the full rate's samples);
 * its on-link path is being searched (onlink.py probes through each candidate);
 * it is busy (`busy`, set by its judgement, held for the RTT window): its interface
   carries traffic (beyond this agent's own probes and sharing, `OwnTraffic`: else a hub
