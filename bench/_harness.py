@@ -107,15 +107,19 @@ class AgentGroup:
     def reserve(self) -> int:
         return free_port(self.ports)
 
-    def start(self, name: str, port: int, peer_ports: list[int]) -> Agent:
+    def start(self, name: str, port: int, peer_ports: list[int],
+              runner: tuple[str, ...] = ("-m", "exotray"),
+              env_extra: dict[str, str] | None = None) -> Agent:
+        """Start `exotray agent` (through `runner`: a script that takes exotray's
+        arguments, e.g. bench/_loop_counter.py) in the group's temporary directory: not in
+        the caller's, where `-m exotray` would find a checkout before PYTHONPATH's."""
         state = self.root / name
         state.mkdir(parents=True, exist_ok=True)
         config = state / "config.toml"  # its own: a settings change is saved there, and
         config.touch()  # the user's config is neither read nor written
         cmd = [
             self.python,
-            "-m",
-            "exotray",
+            *runner,
             "agent",
             "--name",
             name,
@@ -135,10 +139,12 @@ class AgentGroup:
         for p in peer_ports:
             cmd += ["--peer", f"{LOOPBACK}:{p}"]
         env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+        env.update(env_extra or {})
         log_path = self.root / f"{name}.log"
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                cwd=self.root,
             )
         agent = Agent(name, port, proc, log_path, list(peer_ports))
         self.agents.append(agent)

@@ -12,12 +12,16 @@ last at most once a minute).
 from __future__ import annotations
 
 import asyncio
+import errno
+import ipaddress
 import logging
 import os
+import socket
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -39,6 +43,7 @@ MAX_STATE_BYTES = 16 << 20
 #: macOS RDMA status (two commands) every this many polls
 MACOS_RDMA_EVERY = 10
 STATUSES = ("off", "waiting", "absent", "unreadable", "ok")
+REFUSED = "connection refused"
 
 
 class LinkNumbers(NamedTuple):
@@ -111,6 +116,11 @@ class ExoWatch:
         if not self.enabled:
             return
         self.polls += 1
+        if self.status == "absent" and self.detail == REFUSED and refused_now(self.url):
+            # nothing listens still: a plain connect said so for a fraction of what an
+            # HTTP client's refused request costs (exo is absent for most users)
+            self._paths()
+            return
         try:
             node_raw, state_raw = await self._fetch()
         except (httpx.HTTPError, OSError) as e:
@@ -303,12 +313,38 @@ class ExoWatch:
             self._client = None
 
 
+def refused_now(url: str) -> bool:
+    """Whether a TCP connect to `url`'s loopback host and port is refused at once (no
+    packet leaves the host; False whenever it cannot tell: another host, a name, a
+    kernel that answers later, a listener)."""
+    try:
+        u = urlsplit(url)
+        host, port = u.hostname, u.port or (443 if u.scheme == "https" else 80)
+    except ValueError:
+        return False
+    if host == "localhost":
+        host = "127.0.0.1"
+    try:
+        if host is None or not ipaddress.ip_address(host).is_loopback:
+            return False
+    except ValueError:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
+                           socket.SOCK_STREAM) as s:
+            s.setblocking(False)
+            s.connect_ex((host, port))
+            return s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == errno.ECONNREFUSED
+    except OSError:
+        return False
+
+
 def _why(e: BaseException) -> str:
     if isinstance(e, httpx.ConnectError):
         cause: BaseException | None = e
         while cause is not None:
             if isinstance(cause, ConnectionRefusedError) or "refused" in str(cause).lower():
-                return "connection refused"
+                return REFUSED
             cause = cause.__cause__ or cause.__context__
         return "cannot connect"
     if isinstance(e, httpx.TimeoutException):

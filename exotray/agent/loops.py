@@ -1,4 +1,4 @@
-"""The agent's tasks, held by name ("api", "sample", "probe", "share", "resolve"):
+"""The agent's tasks, held by name ("api", "tick", "exo", "resolve"; ticking.py):
 periodic ones on a fixed schedule (no drift, no overlap), restarted or stopped by name."""
 
 from __future__ import annotations

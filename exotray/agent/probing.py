@@ -15,7 +15,7 @@ import socket
 from collections.abc import Callable
 
 from exotray.agent import limits as L
-from exotray.agent import onlink, sampler
+from exotray.agent import onlink, pacing, sampler
 from exotray.agent.links import Link, Target
 from exotray.agent.monitor import InterfaceMonitor
 from exotray.agent.peers import PeerTable
@@ -56,9 +56,10 @@ class Prober:
             self.socket.forget(target)
 
     # -- the tick ----------------------------------------------------------------------
-    def tick(self, paused: bool) -> None:
-        """Expire old probes, send one per link, then move liveness (the only place,
-        with replies and goodbyes, where it moves)."""
+    def tick(self, paused: bool, full: bool = True, send: bool = True) -> None:
+        """Expire old probes, send one per link (on a `full` tick; else only to links
+        that need the full rate, pacing.py), then move liveness (the only place, with
+        replies and goodbyes, where it moves)."""
         probe = self.socket
         assert probe is not None
         # Replies already here are replies, even when this tick runs late (a starved
@@ -68,15 +69,16 @@ class Prober:
         if paused:
             return
         now = self.clock()
-        for link in self._to_probe(now):
+        for link in self._to_probe(now, full) if send else ():
             if link.first_probe is None:
                 link.first_probe = now
             self._last_sent[link.target] = now
             self.send(link)
         self.table.update_liveness(now)
 
-    def _to_probe(self, now: float) -> list[Link]:
-        """Every link that has answered; of those that never did, as many as
+    def _to_probe(self, now: float, full: bool = True) -> list[Link]:
+        """Every link that has answered (on a tick that is not `full`, those that need
+        the full rate: pacing.full_rate); of those that never did, as many as
         UNANSWERED_PROBES_PER_S allows, the longest unprobed first. A probe to an address
         nobody has (a flood's announcements) waits in the kernel for ARP for seconds,
         charged to our one probe socket's send buffer: unbounded, they filled it and no
@@ -88,7 +90,9 @@ class Prober:
         links = list(self.table.links.values())
         if len(self._last_sent) > 2 * len(links) + 64:
             self._last_sent = {t: v for t, v in self._last_sent.items() if t in self.table.links}
-        out = [lk for lk in links if lk.last_reply is not None]
+        sent = self._last_sent
+        out = [lk for lk in links if lk.last_reply is not None and (
+            full or pacing.full_rate(lk, now, sent.get(lk.target)))]
         never = sorted((lk for lk in links if lk.last_reply is None),
                        key=lambda lk: self._last_sent.get(lk.target, -1e18))
         n = min(len(never), int(self._tokens))
@@ -116,6 +120,8 @@ class Prober:
         link = self.table.links.get(target)
         if link is None:
             return
+        if link.answered_sent is None or sent_at > link.answered_sent:
+            link.answered_sent = sent_at
         link.rtt.reply(sent_at, rtt_ms)
         link.queue.reply(sent_at, rtt_ms)
         pinned = link.path.replied(sent_at)
@@ -131,6 +137,7 @@ class Prober:
             link.rtt.lost(sent_at)
             link.queue.lost(sent_at)
             link.lost_since_reply += 1
+            pacing.mark(link, self.clock(), True)  # loss: measured at the full rate
 
     # -- paths -------------------------------------------------------------------------
     def route(self, link: Link, now: float, recheck: bool = False) -> None:

@@ -1,9 +1,10 @@
 """The agent: a small `Agent` that assembles parts with one job each (see docs/design.md:
 peers, links, monitor, probing, sharing, views, api, loops) and runs their ticks.
 
-Loops, by name, each on a fixed schedule: sample (interval / 4; interfaces, routes and
-history once per interval), probe (interval / probes_per_interval), share (interval;
-then pruning), resolve (10 s), and api (uvicorn on a socket we bind ourselves).
+Loops, by name, each on a fixed schedule: tick (interval / 4: counters, probes and
+liveness, the judgement of busy links; once per interval every link, interfaces, routes,
+history, sharing and pruning — ticking.py, pacing.py), exo (3 s), resolve (10 s), and
+api (uvicorn on a socket we bind ourselves).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from exotray.agent.sharing_stream import StreamSharing
 from exotray.agent.statedir import StartError, StateDirError, load_node_id, lock_state_dir
 from exotray.agent.store import HistoryStore
 from exotray.agent.throttle import Throttled
+from exotray.agent.ticking import Ticker
 from exotray.core import paths
 from exotray.core.events import EventLog
 from exotray.core.settings import Settings, parse_peer
@@ -55,11 +57,6 @@ __all__ = ["SIGNATURE_HEADER", "Agent", "ClusterKeyError", "StartError", "StateD
            "bind_pair", "load_key", "load_node_id", "lock_state_dir", "sign"]
 
 log = logging.getLogger(__name__)
-
-#: route lookups (which local interface reaches a peer address) are refreshed this often
-ROUTE_REFRESH_S = 5.0
-#: counter readings per interval (rates are sliding averages over one interval)
-SUBSAMPLES = 4
 
 
 class Agent:
@@ -85,8 +82,6 @@ class Agent:
         self._wall0 = wall()
         self.platform = sys.platform
         self.paused = False
-        self.last_sample: float | None = None
-        self._subtick = 0
         self.port = settings.port
         self.config_file: Path | None = None
         self.control_token: str | None = None
@@ -123,6 +118,11 @@ class Agent:
         self.exo = ExoWatch(settings.exo_url, monitor=self.monitor, clock=clock,
                             links=lambda: self.links.values(),
                             emit=lambda t, f: self.events.emit(t, self.wall(clock()), **f))
+        self.ticker = Ticker(
+            clock=clock, wall=self.wall, monitor=self.monitor, table=self.table,
+            prober=self.prober, exo=self.exo, sharing=lambda: self.sharing, store=self.store,
+            events=self.events, throttled=self._throttled, paused=lambda: self.paused,
+            node_name=lambda: self.settings.name, update_ifaces=self._update_ifaces)
         self.loops = Loops(clock)
         for spec in settings.peers:
             self.table.add_manual(*parse_peer(spec))
@@ -141,38 +141,15 @@ class Agent:
     def _make_link(self, peer: Peer, target: Target) -> Link:
         return linkstats.new_link(self.node_id, peer, target, self.interval, self.sat_params)
 
-    # -- the ticks ---------------------------------------------------------------------
-    def _sample_tick(self) -> None:
-        """Counters four times per interval (rates over a sliding interval, so saturation
-        is seen within a quarter interval of being due); interfaces, routes and history
-        once per interval."""
-        now = self.clock()
-        t = self.wall(now)
-        full = self._subtick % SUBSAMPLES == 0
-        self._subtick += 1
-        try:
-            counters, nics = self.monitor.read(full)
-        except OSError as e:
-            self._throttled("sample", logging.WARNING, "cannot read interface counters: %s", e)
-            return
-        addresses_changed = self._update_ifaces(nics, now) if full else False
-        self.monitor.update_rates(now, counters, nics)
-        for link in self.links.values():
-            if full and (addresses_changed or now - link.route_checked >= ROUTE_REFRESH_S):
-                self.prober.route(link, now, recheck=addresses_changed)
-            self._detect(link, t)
-        if full:
-            self.monitor.record_history(t)
-            for link in self.links.values():  # RDMA included, as detected (exowatch)
-                n = self.exo.numbers(link)
-                linkstats.history_row(link, now, t, n.rate, n.utilization)
-            self.store.collect(t, self.links.values(), self.monitor.ifaces)
-        self.last_sample = now
+    # -- the ticks (ticking.py) ---------------------------------------------------------
+    @property
+    def last_sample(self) -> float | None:
+        return self.ticker.last_sample
 
-    def _share_tick(self) -> None:
-        if not self.paused:
-            self.sharing.tick()
-        self.table.prune(self.clock())
+    def _sample_tick(self) -> None:
+        """One tick's sampling alone (the tests that drive the detector call this)."""
+        self.ticker.sample(self.ticker.count % self.ticker.per_interval == 0)
+        self.ticker.count += 1
 
     def _update_ifaces(self, nics: dict[str, sampler.NicInfo], now: float) -> bool:
         """Take a fresh interface list; return whether any address changed (then mDNS
@@ -181,19 +158,6 @@ class Agent:
         if changed and self.discovery is not None:
             self._restart_discovery()
         return changed
-
-    def _detect(self, link: Link, t: float) -> None:
-        rate, capacity, util, rdma, _ = self.exo.numbers(link, track=True)
-        if rate is None or self.paused:
-            return
-        change = linkstats.detect(link, self.clock(), rate, util)
-        if change is not None:
-            type_, at, fields = linkstats.saturation_event(
-                link, change, t, self.clock(), rate, capacity, util, node=self.settings.name,
-                label=self.monitor.label(link.local_interface))
-            if rdma:  # "counted": RDMA bytes are in the rates; "not_counted": they are not
-                fields["rdma"] = rdma
-            self.events.emit(type_, at, **fields)
 
     def _hw_event(self, type_: str, **fields: Any) -> None:
         self.events.emit(type_, self.wall(self.clock()), node=self.settings.name, **fields)
@@ -296,10 +260,8 @@ class Agent:
     # -- lifecycle ---------------------------------------------------------------------
     def _start_loops(self) -> None:
         """The periodic loops, (re)started on the current interval."""
-        self.loops.every("sample", self.interval / SUBSAMPLES, self._sample_tick)
-        self.loops.every("probe", self.interval / self.settings.probes_per_interval,
-                         lambda: self.prober.tick(self.paused))
-        self.loops.every("share", self.interval, self._share_tick)
+        self.loops.every("tick", self.ticker.period(
+            self.interval, self.settings.probes_per_interval), self.ticker.tick)
         self.loops.every("exo", poll_period(self.interval), self.exo.tick)  # exowatch.py
 
     async def start(self) -> None:
@@ -381,6 +343,7 @@ class Agent:
         if self.discovery is not None:
             await self.discovery.stop()  # sends the goodbye
         self.prober.close()
+        self.ticker.close()
         if self.captest is not None:
             await self.captest.stop()
         await self.clients.aclose()

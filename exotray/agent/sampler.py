@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import socket
@@ -48,7 +49,28 @@ def read_counters(platform: str | None = None) -> dict[str, tuple[int, int]]:
             _ifmib_failed = str(e)
             log.warning("cannot read 64-bit byte counters through sysctl IFMIB (%s); using "
                         "psutil's, which macOS rounds to 1 KiB and wraps at 4 GiB", e)
+    if (platform or sys.platform).startswith("linux"):
+        try:
+            return _proc_net_dev()
+        except (OSError, ValueError, IndexError):
+            pass  # psutil reads the same file, and says why it cannot
     return _psutil_counters()
+
+
+def _proc_net_dev(path: str = "/proc/net/dev") -> dict[str, tuple[int, int]]:
+    """Linux: the byte counters of this network namespace, parsed as psutil parses them
+    (received bytes are the first field after the name, sent bytes the ninth) at half
+    its cost: this runs four times an interval."""
+    with open(path, "rb") as f:
+        data = f.read()
+    out: dict[str, tuple[int, int]] = {}
+    for line in data.splitlines()[2:]:
+        name, sep, rest = line.partition(b":")
+        if not sep:
+            continue
+        fields = rest.split()
+        out[name.strip().decode("utf-8", "replace")] = (int(fields[0]), int(fields[8]))
+    return out
 
 
 def _psutil_counters() -> dict[str, tuple[int, int]]:
@@ -56,6 +78,7 @@ def _psutil_counters() -> dict[str, tuple[int, int]]:
     return {name: (c.bytes_recv, c.bytes_sent) for name, c in counters.items()}
 
 
+@functools.lru_cache(maxsize=64)
 def _prefix(netmask: str | None) -> int | None:
     if not netmask:
         return None
@@ -113,3 +136,49 @@ def interface_of(address: str | None, nics: dict[str, NicInfo]) -> str | None:
         if address in nic.addresses:
             return name
     return None
+
+
+#: rtnetlink multicast groups: links, IPv4 and IPv6 addresses (linux/rtnetlink.h)
+_RTMGRP_LINK, _RTMGRP_IPV4_IFADDR, _RTMGRP_IPV6_IFADDR = 0x1, 0x10, 0x100
+
+
+class NicChanges:
+    """Whether the interface list may have changed since the last look, so that
+    `read_nics` (~0.4 ms: an ioctl per interface and getifaddrs) runs when something
+    happened rather than every interval. On Linux a non-blocking rtnetlink socket
+    subscribed to link and address changes says so (read at each look, never on the
+    loop's reader list); elsewhere, or if it cannot be opened, every look says "maybe".
+    The caller still re-reads now and then (the NIC speed changes without a message)."""
+
+    def __init__(self, platform: str | None = None) -> None:
+        self.sock: socket.socket | None = None
+        if (platform or sys.platform).startswith("linux") and hasattr(socket, "AF_NETLINK"):
+            try:
+                s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_NONBLOCK,
+                                  0)  # NETLINK_ROUTE
+                s.bind((0, _RTMGRP_LINK | _RTMGRP_IPV4_IFADDR | _RTMGRP_IPV6_IFADDR))
+                self.sock = s
+            except OSError as e:
+                log.info("no rtnetlink change notices (%s): interfaces read every interval", e)
+
+    def changed(self) -> bool:
+        """Whether anything changed since the last call (True when it cannot tell)."""
+        if self.sock is None:
+            return True
+        got = False
+        for _ in range(1024):  # bounded: a burst of changes is one change
+            try:
+                if not self.sock.recv(65536):
+                    break
+                got = True
+            except BlockingIOError:
+                break
+            except OSError:  # ENOBUFS: messages were lost, so something changed
+                got = True
+                break
+        return got
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None

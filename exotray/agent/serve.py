@@ -3,6 +3,7 @@ starts) and the HTTP server on the TCP one (uvicorn inside our loop)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 from collections.abc import Iterator
@@ -15,7 +16,35 @@ from exotray.agent.guard import guarded_protocol
 
 
 class _Server(uvicorn.Server):
-    """uvicorn inside our loop: the agent owns signals, not uvicorn."""
+    """uvicorn inside our loop: the agent owns signals, not uvicorn. Its main loop
+    wakes once a second (the Date header's resolution), not ten times: setting
+    `should_exit` wakes it at once (issue 11: ten wake-ups a second for nothing)."""
+
+    _exit: asyncio.Event | None = None
+    _should_exit = False
+
+    @property  # type: ignore[override]
+    def should_exit(self) -> bool:
+        return self._should_exit
+
+    @should_exit.setter
+    def should_exit(self, value: bool) -> None:
+        self._should_exit = value
+        if value and self._exit is not None:
+            self._exit.set()
+
+    async def main_loop(self) -> None:
+        self._exit = asyncio.Event()
+        if self._should_exit:
+            self._exit.set()
+        counter = 0  # on_tick renews the Date header when counter % 10 == 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 10) % 864000
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(1.0):  # (no task of its own, as wait_for makes)
+                    await self._exit.wait()
+            should_exit = await self.on_tick(counter)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:

@@ -41,6 +41,10 @@ class Sharing(Protocol):
     def tick(self) -> None:
         """Once per interval while monitoring runs."""
 
+    def produce(self) -> None:
+        """Once per interval, paused or not, on the agent's full tick: what this node
+        serves its subscribers (the stream's frame; polling serves on request)."""
+
     async def stop(self) -> None:
         """End every connection and task it started."""
 
@@ -66,6 +70,9 @@ class PollSharing:
                                          "snapshots_unauthenticated": 0}
         self.rejections: dict[str, int] = {}
         self._fetching: dict[str, asyncio.Task] = {}
+
+    def produce(self) -> None:
+        pass  # polled: each peer's GET /v1/snapshot builds its answer
 
     def tick(self, peers: Iterable[Peer] | None = None) -> None:
         """Start a fetch for every peer (or each of `peers`) whose previous one has

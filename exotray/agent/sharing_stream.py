@@ -28,7 +28,6 @@ from starlette.routing import BaseRoute, Route
 
 from exotray.agent import stream_wire as W
 from exotray.agent.clients import HttpClients
-from exotray.agent.loops import Loops
 from exotray.agent.peers import Peer, PeerTable
 from exotray.agent.sharing import PollSharing
 from exotray.agent.stream_serve import STREAM_ID_HEADER, STREAM_PATH, Producer, StreamEndpoint
@@ -60,8 +59,6 @@ class StreamSharing:
             "stream_subscribers", "stream_subscribers_dropped", "stream_reconnects")})
         self.rejections = self._poll.rejections
         self.producer = Producer(snapshot, key, clock, self.counters)
-        self._loops = Loops(clock)
-        self._produce_every: float | None = None
         self._following: dict[str, asyncio.Task] = {}
         #: peer key -> "stream" | "poll", what each peer speaks to us
         self.protocol: dict[str, str] = {}
@@ -74,13 +71,16 @@ class StreamSharing:
     def protocol_of(self, peer: Peer) -> str | None:
         return self.protocol.get(peer.key)
 
+    def produce(self) -> None:
+        """On the agent's full tick (ticking.py), right after its sample: no timer of its
+        own."""
+        if not self.producer.closed:
+            self.producer.publish()
+
     def tick(self) -> None:
         if self.producer.closed:
             return  # stopped
         now = self.clock()
-        if self._produce_every != self._interval():
-            self._produce_every = self._interval()
-            self._loops.every("stream-produce", self._produce_every, self.producer.publish)
         live = {p.key for p in self.table.peers.values()
                 if self.table.best_target(p, now) is not None}
         for k, t in list(self._following.items()):
@@ -104,7 +104,6 @@ class StreamSharing:
 
     async def stop(self) -> None:
         self.producer.close()
-        await self._loops.stop()
         for t in self._following.values():
             t.cancel()
         await asyncio.gather(*self._following.values(), return_exceptions=True)

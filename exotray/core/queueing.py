@@ -21,7 +21,10 @@ keeps, per link:
     peer that answers with another id, a link that was down) `relearn()` starts over.
 * the **queueing delay** — the median of the replies of the last `recent_s` seconds
   minus the baseline, never below 0. The median of a short window, not the snapshot's
-  10-second `rtt_ms`, so that a queue is seen within seconds of forming.
+  10-second `rtt_ms`, so that a queue is seen within seconds of forming. The window
+  widens to hold `recent_probes` resolved probes (at most `recent_max_s`): a link at
+  rest is probed once an interval (agent/pacing.py), and its delay is then the median
+  of its last 8 probes, as a busy link's is of its last 2 s (8 probes at 4 a second).
 
 Where it cannot judge it says so instead of inventing a figure: fewer than
 `min_replies` replies in the recent window, or more than `max_loss` of its resolved
@@ -52,6 +55,10 @@ class QueueParams:
     history_s: float = 600.0
     bucket_quantile: float = 10.0
     recent_s: float = 2.0
+    #: the recent window widens (up to `recent_max_s`) to hold this many resolved
+    #: probes: a link probed slowly at rest (agent/pacing.py) keeps 8 samples in it
+    recent_probes: int = 8
+    recent_max_s: float = 8.0
     min_replies: int = 4
     max_loss: float = 0.5
     high_abs_ms: float = 1.0
@@ -98,7 +105,11 @@ class QueueTracker:
         self._lows: deque[tuple[int, float]] = deque()  # (bucket index, low) of closed buckets
         self._cur_idx: int | None = None
         self._cur: list[float] = []  # sorted replies of the open bucket
-        self._recent: deque[tuple[float, float | None]] = deque()  # (at, rtt or None)
+        self._recent: list[tuple[float, float | None]] = []  # (at, rtt or None), by `at`
+        #: bumped by every change: a reading is kept until then (the sample tick and the
+        #: views read each link several times at one `now`)
+        self._version = 0
+        self._cached: tuple[float, int, QueueParams, QueueReading] | None = None
         self._high_idle_since: float | None = None
         #: how many times the baseline was learned again, and the last reason
         self.relearned = 0
@@ -113,19 +124,19 @@ class QueueTracker:
         self._add_recent(at, None)
 
     def _add_recent(self, at: float, rtt: float | None) -> None:
+        self._version += 1
         r = self._recent
         if not r or at >= r[-1][0]:
             r.append((at, rtt))
         else:  # a loss is known only at its timeout, after later replies
-            items = list(r)
-            bisect.insort(items, (at, rtt), key=lambda s: s[0])
-            self._recent = deque(items)
-        keep = max(self.params.recent_s, self.params.relearn_s) + self.params.recent_s
-        horizon = self._recent[-1][0] - keep
-        while self._recent and self._recent[0][0] < horizon:
-            self._recent.popleft()
+            bisect.insort(r, (at, rtt), key=_at)
+        p = self.params
+        keep = max(p.recent_s, p.relearn_s, p.recent_max_s) + p.recent_s
+        if r[0][0] < r[-1][0] - keep:
+            del r[:bisect.bisect_left(r, r[-1][0] - keep, key=_at)]
 
     def _add_baseline(self, at: float, rtt_ms: float) -> None:
+        self._version += 1
         idx = int(at // self.params.bucket_s)
         if self._cur_idx is None or idx > self._cur_idx:
             if self._cur_idx is not None and self._cur:
@@ -149,12 +160,33 @@ class QueueTracker:
             lows.append(self._low(self._cur))
         return min(lows) if lows else None
 
+    def recent_since(self, now: float) -> float:
+        """Where the recent window starts: `recent_s` ago, or earlier to hold
+        `recent_probes` resolved probes, but never more than `recent_max_s` ago."""
+        p = self.params
+        since = now - p.recent_s
+        r = self._recent
+        if r:
+            nth = r[-min(p.recent_probes, len(r))][0]
+            if nth < since:
+                since = max(nth, now - p.recent_max_s)
+        return since
+
     def reading(self, now: float) -> QueueReading:
+        c = self._cached
+        if c is not None and c[0] == now and c[1] == self._version and c[2] is self.params:
+            return c[3]
+        rd = self._reading(now)
+        self._cached = (now, self._version, self.params, rd)
+        return rd
+
+    def _reading(self, now: float) -> QueueReading:
         p = self.params
         base = self.baseline_ms(now)
-        since = now - p.recent_s
-        rtts = sorted(r for at, r in self._recent if at >= since and r is not None)
-        lost = sum(1 for at, r in self._recent if at >= since and r is None)
+        r = self._recent
+        window = r[bisect.bisect_left(r, self.recent_since(now), key=_at):]
+        rtts = sorted(x for _, x in window if x is not None)
+        lost = len(window) - len(rtts)
         median = percentile(rtts, 50) if rtts else None
         unknown = None
         if lost and lost / (lost + len(rtts)) > p.max_loss:
@@ -188,6 +220,7 @@ class QueueTracker:
     def relearn(self, reason: str, keep_recent_from: float | None = None) -> None:
         """Forget the baseline (the path changed). With `keep_recent_from`, the replies
         sent since then seed the new baseline."""
+        self._version += 1
         self._lows.clear()
         self._cur_idx = None
         self._cur = []
@@ -219,6 +252,10 @@ class QueueTracker:
             self.relearn("idle RTT rose", keep_recent_from=now - self.params.relearn_s)
             return True
         return False
+
+
+def _at(sample: tuple[float, float | None]) -> float:
+    return sample[0]
 
 
 # -- what the UI says ------------------------------------------------------------------

@@ -62,6 +62,12 @@ class SaturationDetector:
     _util_since: float | None = None  # start of the current run of high utilization
     _queue_since: float | None = None  # start of the current run of high queueing delay
 
+    @property
+    def pending(self) -> bool:
+        """A run of samples pointing the other way has started (towards a raise, or
+        towards a clear): the next samples decide."""
+        return self._since is not None
+
     def update(self, at: float, dt: float, util: float | None, queue_high: bool = False,
                queue_low: bool = True) -> Transition | None:
         p = self.params

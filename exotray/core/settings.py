@@ -56,7 +56,8 @@ class Settings:
     cooldown: float = 60.0
     #: a link is down after this many intervals without any probe reply
     down_after: float = 2.5
-    #: probes sent per link per interval
+    #: probes sent per link per interval while the link is in question (down, losing,
+    #: busy: agent/pacing.py); one per interval to a link at rest
     probes_per_interval: int = 4
     #: the tray app notifies when peers go down and come back (links always notify)
     notify_peers: bool = True

@@ -73,7 +73,7 @@ class RateMeter:
 
     def __init__(self, absurd_factor: float = 1.5, window_s: float | None = None) -> None:
         self._last: dict[str, _Last] = {}
-        self._win: dict[str, deque[tuple[float, int, int]]] = {}
+        self._win: dict[str, _Window] = {}
         self.window_s = window_s
         self.absurd_factor = absurd_factor
         #: rejected samples by reason, for the snapshot's counters
@@ -125,14 +125,41 @@ class RateMeter:
         return out
 
     def _windowed(self, name: str, dt: float, drx: int, dtx: int) -> Rate:
-        win = self._win.setdefault(name, deque())
-        win.append((dt, drx, dtx))
+        win = self._win.get(name)
+        if win is None:
+            win = self._win[name] = _Window()
+        win.add(dt, drx, dtx)
         assert self.window_s is not None
-        total = sum(w[0] for w in win)
         # Drop the oldest readings while the rest still span the window.
-        while len(win) > 1 and total - win[0][0] >= self.window_s - 1e-3:
-            total -= win.popleft()[0]
-        return Rate(sum(w[1] for w in win) / total, sum(w[2] for w in win) / total, total)
+        while len(win.readings) > 1 and win.dt - win.readings[0][0] >= self.window_s - 1e-3:
+            win.drop_oldest()
+        return Rate(win.rx / win.dt, win.tx / win.dt, win.dt)
+
+
+class _Window:
+    """Readings of one interface over the rate window, with their running sums (the
+    counters are read four times an interval: no sum over the window each time)."""
+
+    __slots__ = ("dt", "readings", "rx", "tx")
+
+    def __init__(self) -> None:
+        self.readings: deque[tuple[float, int, int]] = deque()
+        self.dt = 0.0
+        self.rx = 0
+        self.tx = 0
+
+    def add(self, dt: float, rx: int, tx: int) -> None:
+        self.readings.append((dt, rx, tx))
+        self.dt += dt
+        self.rx += rx
+        self.tx += tx
+
+    def drop_oldest(self) -> None:
+        _, rx, tx = self.readings.popleft()
+        self.rx -= rx
+        self.tx -= tx
+        # the seconds again from what is left (a float's running sum would drift)
+        self.dt = sum(r[0] for r in self.readings)
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -179,6 +206,9 @@ class RttWindow:
         self._jitter: float | None = None
         self._prev_rtt: float | None = None
         self.last_ms: float | None = None
+        #: (now, samples changed) of the last summary, kept until either moves
+        self._cached: tuple[tuple[float, int, float], RttSummary] | None = None
+        self._version = 0
 
     def reply(self, at: float, rtt_ms: float) -> None:
         if not math.isfinite(rtt_ms) or rtt_ms < 0:
@@ -195,6 +225,7 @@ class RttWindow:
         self._insert(at, None)
 
     def _insert(self, at: float, rtt: float | None) -> None:
+        self._version += 1
         if not self._samples or at >= self._samples[-1][0]:
             self._samples.append((at, rtt))
         else:
@@ -207,6 +238,15 @@ class RttWindow:
             del self._samples[:cut]
 
     def summary(self, now: float) -> RttSummary:
+        c = self._cached
+        key = (now, self._version, self.window_s)
+        if c is not None and c[0] == key:
+            return c[1]
+        s = self._summary(now)
+        self._cached = (key, s)
+        return s
+
+    def _summary(self, now: float) -> RttSummary:
         self._expire(now)
         rtts = sorted(r for _, r in self._samples if r is not None)
         sent = len(self._samples)

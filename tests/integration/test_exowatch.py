@@ -286,3 +286,39 @@ def test_jaccl_link_through_a_bridge_member_and_rdma_not_counted(tmp_path):
     assert w.rdma_state("bridge0", [inst, long], "not_counted") == (
         True, [{"device": "rdma_en3", "state": "PORT_ACTIVE"}])
     assert w.rdma_state("bridge0", [inst], None) == (None, [])
+
+
+def test_an_exo_that_starts_after_refusals_is_found_at_the_next_poll(tmp_path):
+    """While nothing listens, a poll is a plain connect that is refused (no HTTP client
+    request); that shortcut never hides an exo that has started since."""
+    port = free_port()
+    url = f"http://localhost:{port}"
+    w = make_watch(url, [], [])
+    calls = []
+    fetch = w._fetch
+
+    async def counted():
+        calls.append(1)
+        return await fetch()
+
+    w._fetch = counted
+
+    async def polls(n):
+        for _ in range(n):
+            await w.tick()
+
+    asyncio.run(polls(4))
+    assert (w.status, w.detail, w.polls) == ("absent", "connection refused", 4)
+    assert len(calls) == 1  # the first poll asked over HTTP, the next three only connected
+    s = StandIn(tmp_path, port=port).start()
+    try:
+        s.say(node_id=json.dumps(NODE).encode(), state=ring_over("10.213.140.1", "10.213.140.2"))
+
+        async def then():
+            await w.tick()
+            await w.aclose()
+
+        asyncio.run(then())
+        assert w.status == "ok" and len(calls) == 2
+    finally:
+        s.stop()

@@ -12,7 +12,7 @@ import httpx
 from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings
 
-PERIODIC = {"sample", "probe", "share", "exo"}
+PERIODIC = {"tick", "exo"}
 
 
 def test_loops_by_name_restart_and_stop(tmp_path):

@@ -90,7 +90,7 @@ def test_same_network_on_two_interfaces(lab3):
     reflected = s3_1["requests_reflected"] - s3_0["requests_reflected"]
     tx_c = cc1["tx_packets"] - cc0["tx_packets"]
     tx_a = ca1["tx_packets"] - ca0["tx_packets"]
-    expected = 4 * window  # probes_per_interval 4, interval 1 s
+    expected = 1 * window  # at least one probe an interval (pacing.py: 4 while in question)
     assert reflected >= 0.8 * expected, (reflected, expected)
     assert tx_c >= reflected, (tx_c, reflected)
     l3 = _link(a, c3)

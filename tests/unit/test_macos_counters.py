@@ -256,7 +256,8 @@ def test_sampler_off_darwin_uses_psutil(monkeypatch, fake_psutil):
         raise AssertionError("IFMIB reader called off macOS")
 
     monkeypatch.setattr(sampler.macos_counters, "read_counters", no_ifmib)
-    assert sampler.read_counters(platform="linux") == {"eth0": (10, 20)}
+    # (Linux reads /proc/net/dev itself, as psutil does: tests/unit/test_proc_net_dev.py)
+    assert sampler.read_counters(platform="freebsd") == {"eth0": (10, 20)}
     assert fake_psutil == [(True, False)]  # psutil's own unwrapping stays off
 
 

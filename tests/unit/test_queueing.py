@@ -345,3 +345,31 @@ def test_a_slower_interval_widens_the_recent_window():
     assert link.queue.params.recent_s == 10.0
     linkstats.retune(link, 0.5, SaturationParams())
     assert link.queue.params.recent_s == 2.0
+
+
+def test_a_link_probed_once_a_second_at_rest_keeps_eight_probes_in_its_window():
+    """agent/pacing.py probes a link at rest once an interval: the recent window widens
+    to its last 8 probes (never beyond recent_max_s), so the delay stays known; once
+    probed 4 a second again it is the last 2 s, as before."""
+    q = QueueTracker(linkstats.queue_params(1.0))
+    t = 0.0
+    for i in range(30):  # 30 s at rest, one probe a second
+        q.reply(t + i, IDLE)
+    t = 30.0
+    rd = q.reading(t)
+    assert rd.unknown is None and rd.replies == 8 and rd.queue_delay_ms == pytest.approx(0)
+    assert q.recent_since(t) == 22.0
+    # traffic: 4 probes a second through a queue; after 2 s the window is those 8 only
+    t = feed(q, t, 2.0, LOADED)
+    rd = q.reading(t)
+    assert rd.replies == 8 and rd.queue_delay_ms == pytest.approx(LOADED - IDLE)
+    # a link probed even more slowly never reaches back more than recent_max_s
+    q2 = QueueTracker(linkstats.queue_params(1.0))
+    for i in range(10):
+        q2.reply(i * 3.0, IDLE)
+    assert q2.recent_since(30.0) == 22.0 and q2.reading(30.0).unknown == TOO_FEW_PROBES
+    # a new link with fewer than 8 probes so far: all of them, within recent_max_s
+    q3 = QueueTracker(linkstats.queue_params(1.0))
+    for i in range(5):
+        q3.reply(float(i), IDLE)
+    assert q3.reading(5.0).replies == 5 and q3.reading(5.0).unknown is None

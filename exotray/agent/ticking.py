@@ -1,0 +1,202 @@
+"""One timer for what shares a schedule (issue 11's CPU): the agent's "tick" loop.
+
+Sampling, probing and sharing used to wake the event loop on timers of their own (4 + 4
++ 1 times an interval, at unrelated phases, plus the stream's producer). One tick every
+interval / SUBSAMPLES now does what is due, in this order:
+
+every tick   the interface counters (rates over a sliding interval: saturation is seen
+             within a quarter interval); the judgement (detector, queueing) of the links
+             that may be busy (pacing.py); probes to links that need the full rate;
+             replies read, overdue probes declared lost, liveness moved
+full tick    (every SUBSAMPLES-th) also the interface list, routes, every link judged
+             and probed, history rows, this node's stream frame, sharing's tick and
+             pruning
+
+So a link at rest costs one probe, one reflection and one judgement an interval; the
+loop wakes SUBSAMPLES times an interval for all of it. The exo poll (3 s, exowatch.py)
+and the resolver (10 s) keep timers of their own: they wait on the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from exotray.agent import links as linkstats
+from exotray.agent import pacing, sampler
+from exotray.agent.exowatch import ExoWatch
+from exotray.agent.links import Link
+from exotray.agent.monitor import InterfaceMonitor
+from exotray.agent.peers import PeerTable
+from exotray.agent.probing import Prober
+from exotray.agent.sharing import Sharing
+from exotray.agent.store import HistoryStore
+from exotray.agent.throttle import Throttled
+from exotray.core.events import EventLog
+
+log = logging.getLogger("exotray.agent.runtime")
+
+#: route lookups (which local interface reaches a peer address) are refreshed this often
+ROUTE_REFRESH_S = 5.0
+#: the interface list is read again at least this often, whatever rtnetlink says (a
+#: NIC's negotiated speed changes without a notice)
+NICS_REFRESH_S = 5.0
+#: ticks per interval: counter readings (rates are sliding averages over one interval)
+#: and the full-rate probes (settings.probes_per_interval, 4, by default)
+SUBSAMPLES = 4
+
+
+class Ticker:
+    def __init__(self, *, clock: Callable[[], float], wall: Callable[[float], float],
+                 monitor: InterfaceMonitor, table: PeerTable, prober: Prober,
+                 exo: ExoWatch, sharing: Callable[[], Sharing], store: HistoryStore,
+                 events: EventLog, throttled: Throttled, paused: Callable[[], bool],
+                 node_name: Callable[[], str],
+                 update_ifaces: Callable[[dict[str, sampler.NicInfo], float], bool]) -> None:
+        self.clock, self.wall = clock, wall
+        self.monitor, self.table, self.prober, self.exo = monitor, table, prober, exo
+        self.sharing, self.store, self.events = sharing, store, events
+        self._throttled, self.paused, self.node_name = throttled, paused, node_name
+        self.update_ifaces = update_ifaces
+        self.last_sample: float | None = None
+        self.own = pacing.OwnTraffic()
+        #: rtnetlink's change notices (sampler.NicChanges), opened by the first full tick
+        #: that runs in the agent's loop; when the interface list was last read, and the
+        #: interfaces the counters listed then
+        self.nic_changes: sampler.NicChanges | None = None
+        self._nics_at = -1e18
+        self._names: set[str] = set()
+        self.count = 0
+        #: ticks per interval, and full-rate probes per interval (spread over the ticks)
+        self.per_interval = SUBSAMPLES
+        self.probes = SUBSAMPLES
+
+    def period(self, interval: float, probes_per_interval: int) -> float:
+        """Set the schedule; the seconds between ticks. The next tick is a full one."""
+        self.per_interval = max(SUBSAMPLES, probes_per_interval)
+        self.probes = probes_per_interval
+        self.count = 0
+        return interval / self.per_interval
+
+    def tick(self) -> None:
+        """One tick of the agent: see the module's docstring."""
+        k = self.count % self.per_interval
+        full = k == 0
+        self.count += 1
+        probe_due = full or k * self.probes // self.per_interval != (
+            (k - 1) * self.probes // self.per_interval)
+        steps = [("sample", self.sample),
+                 ("probe", self.probe if probe_due else self._replies_only)]
+        if full:
+            steps.append(("share", self.share))
+        for name, step in steps:
+            try:
+                step(full)
+            except Exception:  # a bug in one part must not stop the others
+                log.exception("error in the %s step", name)
+
+    def probe(self, full: bool) -> None:
+        self.prober.tick(self.paused(), full)
+
+    def _replies_only(self, full: bool) -> None:
+        """A tick without probes due (fewer than 4 an interval): replies, losses,
+        liveness."""
+        self.prober.tick(self.paused(), full, send=False)
+
+    def share(self, full: bool = True) -> None:
+        sharing = self.sharing()
+        sharing.produce()  # what we serve, paused or not (a pause is not an outage)
+        if not self.paused():
+            sharing.tick()
+        self.table.prune(self.clock())
+
+    def sample(self, full: bool = True) -> None:
+        """Counters at every tick; interfaces, routes, every link's judgement and
+        history on a `full` one; between them only links that may be busy are judged."""
+        now = self.clock()
+        t = self.wall(now)
+        try:
+            fresh = full and self._nics_due(now)
+            counters, nics = self.monitor.read(fresh)
+            if full and not fresh and counters.keys() != self._names:
+                fresh = True  # an interface came or went: read the list now
+                counters, nics = self.monitor.read(True)
+        except OSError as e:
+            self._throttled("sample", logging.WARNING, "cannot read interface counters: %s", e)
+            return
+        if fresh:
+            self._nics_at, self._names = now, set(counters)
+        addresses_changed = self.update_ifaces(nics, now) if full else False
+        if full and self.prober.socket is not None:
+            self.own.update(now, self.prober.socket.counters, self.sharing().counters)
+        self.monitor.update_rates(now, counters, nics)
+        links = self.table.links.values()
+        # between full ticks, nothing to judge unless some interface may be busy
+        judging = full or self._any_busy(now)
+        for link in links:
+            if full and (addresses_changed or now - link.route_checked >= ROUTE_REFRESH_S):
+                self.prober.route(link, now, recheck=addresses_changed)
+            if judging:
+                self.judge(link, t, full, now)
+        if full:
+            self.monitor.record_history(t)
+            for link in links:  # RDMA included, as detected (exowatch)
+                n = self.exo.numbers(link)
+                linkstats.history_row(link, now, t, n.rate, n.utilization)
+            self.store.collect(t, links, self.monitor.ifaces)
+        self.last_sample = now
+
+    def _nics_due(self, now: float) -> bool:
+        """Read the interface list on this full tick? When rtnetlink says something
+        changed (always, where it cannot say), else every NICS_REFRESH_S."""
+        if self.nic_changes is None and _in_loop():
+            self.nic_changes = sampler.NicChanges()
+        changed = self.nic_changes.changed() if self.nic_changes is not None else True
+        return changed or now - self._nics_at >= NICS_REFRESH_S
+
+    def close(self) -> None:
+        if self.nic_changes is not None:
+            self.nic_changes.close()
+
+    def _any_busy(self, now: float) -> bool:
+        """Whether any link is busy or any interface's numbers say one may be (cheap:
+        once per tick, not per link); with exo's RDMA counters in the rates, always."""
+        if self.exo.state is not None or self.exo.rdma_rates.rates:
+            return True
+        links = self.table.links.values()
+        if any(lk.busy_until > now for lk in links):
+            return True
+        threshold = min((lk.detector.params.threshold for lk in links), default=1.0)
+        return any(pacing.iface_may_be_busy(st.rate, st.capacity.bytes_per_s,
+                                            self.own.bytes_per_s, threshold)
+                   for st in self.monitor.ifaces.values() if st.vanished_at is None)
+
+    def judge(self, link: Link, t: float, full: bool = True, now: float | None = None,
+              ) -> None:
+        """Feed the link's detector (on a tick that is not `full`, only when it may be
+        busy) and emit what changed."""
+        rate, capacity, util, rdma, _ = self.exo.numbers(link, track=True)
+        if rate is None or self.paused():
+            return
+        now = self.clock() if now is None else now
+        own = self.own.bytes_per_s
+        if not full and link.busy_until <= now and not pacing.may_be_busy(link, rate, util, own):
+            return
+        change = linkstats.detect(link, now, rate, util)
+        pacing.mark(link, now, pacing.busy(link, rate, util, link.queue.reading(now), own))
+        if change is not None:
+            type_, at, fields = linkstats.saturation_event(
+                link, change, t, now, rate, capacity, util, node=self.node_name(),
+                label=self.monitor.label(link.local_interface))
+            if rdma:  # "counted": RDMA bytes are in the rates; "not_counted": they are not
+                fields["rdma"] = rdma
+            self.events.emit(type_, at, **fields)
+
+
+def _in_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

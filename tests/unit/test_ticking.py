@@ -1,0 +1,168 @@
+"""One tick for what shares a schedule (agent/ticking.py): counters at every quarter
+interval, a link at rest judged once an interval, a link with traffic at every tick (so
+saturation is still seen within a quarter interval), sharing once an interval.
+
+The real Agent and its parts; the interface counters are the edge replaced (no traffic
+of this size on this machine: `monitor.read`), the clock is injected."""
+
+from __future__ import annotations
+
+import pytest
+
+from exotray.agent.runtime import Agent
+from exotray.agent.sampler import NicInfo
+from exotray.core.settings import Settings
+
+IFACE, PEER = "xt0", "10.213.160.2"
+NIC = NicInfo(IFACE, True, 1000.0, ("10.213.160.1",), (("10.213.160.1", 24),), multicast=True)
+
+
+@pytest.fixture
+def agent(tmp_path):
+    now = [5000.0]
+    s = Settings(name="a", bind="127.0.0.1", port=0, mdns=False, interval=1.0,
+                 state_dir=str(tmp_path), history_days=0, capacity={IFACE: 100.0}, exo_url="")
+    a = Agent(s, clock=lambda: now[0])
+    a.counters = [1_000_000, 1_000_000]
+    a.monitor.read = lambda full: ({IFACE: tuple(a.counters)}, {IFACE: NIC})
+    peer = a.table.add_manual(PEER, 52480)
+    peer.manual_targets = [(PEER, 52480)]
+    a.table.set_targets(peer)
+    (link,) = a.links.values()
+    link.up = True
+    link.last_reply = now[0]
+    link.path.update([IFACE], IFACE)
+    link.local_interface = IFACE
+    a.now_ = now
+    a.judged = []
+    update = link.detector.update
+
+    def counted(*args, **kw):
+        a.judged.append(now[0])
+        return update(*args, **kw)
+
+    link.detector.update = counted
+    a.produced = []
+    a.sharing.produce = lambda: a.produced.append(now[0])
+    a.sharing.tick = lambda: None
+    yield a
+    a._unlock()
+
+
+def _ticks(a, n: int, bytes_per_tick: int) -> None:
+    for _ in range(n):
+        a.now_[0] += 0.25
+        a.counters[0] += bytes_per_tick
+        a.counters[1] += bytes_per_tick
+        k = a.ticker.count % a.ticker.per_interval
+        if k == 0:  # the link's probe of this interval, answered (the probe socket's part)
+            for link in a.links.values():
+                a.prober.on_reply(link.target, a.now_[0], 0.05)
+        a.ticker.sample(k == 0)
+        if k == 0:
+            a.ticker.share()
+        a.ticker.count += 1
+
+
+def test_a_link_at_rest_is_judged_once_an_interval_and_a_busy_one_every_tick(agent):
+    _ticks(agent, 64, 250)  # 1 kB/s: at rest (the queueing delay known, the hold over)
+    agent.judged.clear()
+    agent.produced.clear()
+    _ticks(agent, 16, 250)
+    assert len(agent.judged) == 4 and len(agent.produced) == 4  # once an interval each
+    # 12.5 MB/s, the whole 100 Mbit/s: judged at every tick from the first that sees it,
+    # and saturated after the sustain time (3 s) of samples, as with four samples always
+    _ticks(agent, 1, 250)
+    agent.judged.clear()
+    start = agent.now_[0]  # the traffic starts now: the next tick is a sub-tick
+    (link,) = agent.links.values()
+    saturated_at = None
+    for _ in range(20):
+        _ticks(agent, 1, 12_500_000 // 4)
+        if saturated_at is None and link.state == "saturated":
+            saturated_at = agent.now_[0]
+    assert len(agent.judged) == 20
+    assert saturated_at is not None and saturated_at - start <= 3.0 + 0.25
+    (event,) = agent.events.after(0)
+    assert event["type"] == "link_saturated" and event["cause"] == "utilization"
+
+
+class _Quiet:
+    """rtnetlink with nothing to say (sampler.NicChanges' answer when nothing changed)."""
+
+    def __init__(self) -> None:
+        self.say = False
+
+    def changed(self) -> bool:
+        said, self.say = self.say, False
+        return said
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_interface_list_is_read_when_something_changed_not_every_interval(agent):
+    reads = []
+    counters = {IFACE: (0, 0)}
+    agent.monitor.read = lambda full: (reads.append((agent.now_[0], full)) or dict(counters),
+                                       {IFACE: NIC})
+    quiet = agent.ticker.nic_changes = _Quiet()
+    _ticks(agent, 40, 0)  # 10 s: the list at the first full tick and every 5 s
+    fresh = [t for t, full in reads if full]
+    assert len(fresh) == 2 and fresh[1] - fresh[0] == 5.0
+    reads.clear()
+    quiet.say = True  # rtnetlink: a link or an address changed
+    _ticks(agent, 4, 0)
+    assert [full for _, full in reads] == [True, False, False, False]
+    reads.clear()
+    counters["xt1"] = (0, 0)  # an interface the counters list and the list does not
+    _ticks(agent, 4, 0)
+    assert [full for _, full in reads] == [False, True, False, False, False]
+
+
+def test_rtnetlink_notices_where_the_kernel_has_them():
+    import sys
+
+    from exotray.agent.sampler import NicChanges
+
+    assert NicChanges(platform="darwin").changed() is True  # cannot tell: read
+    if sys.platform.startswith("linux"):
+        n = NicChanges()
+        try:
+            assert n.sock is not None and n.changed() in (True, False)
+        finally:
+            n.close()
+
+
+def test_one_tick_does_what_is_due_in_order_and_a_failing_step_stops_nothing(agent, caplog):
+    ran = []
+    agent.ticker.sample = lambda full: ran.append(("sample", full))
+    agent.ticker.probe = lambda full: ran.append(("probe", full))
+    agent.ticker.share = lambda full: ran.append(("share", full))
+    agent.ticker.period(1.0, 4)
+    for _ in range(5):
+        agent.ticker.tick()
+    assert ran == [("sample", True), ("probe", True), ("share", True),
+                   ("sample", False), ("probe", False), ("sample", False), ("probe", False),
+                   ("sample", False), ("probe", False),
+                   ("sample", True), ("probe", True), ("share", True)]
+
+    def broken(full):
+        raise RuntimeError("a bug in sampling")
+
+    ran.clear()
+    agent.ticker.sample = broken
+    agent.ticker.tick()
+    assert ran == [("probe", False)] and "error in the sample step" in caplog.text
+
+
+def test_fewer_probes_per_interval_are_spread_over_the_ticks(agent):
+    sends = []
+    agent.ticker.sample = lambda full: None
+    agent.ticker.share = lambda full: None
+    agent.prober.tick = lambda paused, full, send=True: sends.append(send)
+    assert agent.ticker.period(1.0, 2) == 0.25
+    for _ in range(8):
+        agent.ticker.tick()
+    assert sends == [True, False, True, False] * 2  # 2 an interval, half an interval apart
+    assert agent.ticker.period(1.0, 8) == 0.125  # more than 4: ticks of an eighth
