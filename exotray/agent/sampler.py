@@ -49,28 +49,7 @@ def read_counters(platform: str | None = None) -> dict[str, tuple[int, int]]:
             _ifmib_failed = str(e)
             log.warning("cannot read 64-bit byte counters through sysctl IFMIB (%s); using "
                         "psutil's, which macOS rounds to 1 KiB and wraps at 4 GiB", e)
-    if (platform or sys.platform).startswith("linux"):
-        try:
-            return _proc_net_dev()
-        except (OSError, ValueError, IndexError):
-            pass  # psutil reads the same file, and says why it cannot
     return _psutil_counters()
-
-
-def _proc_net_dev(path: str = "/proc/net/dev") -> dict[str, tuple[int, int]]:
-    """Linux: the byte counters of this network namespace, parsed as psutil parses them
-    (received bytes are the first field after the name, sent bytes the ninth) at half
-    its cost: this runs four times an interval."""
-    with open(path, "rb") as f:
-        data = f.read()
-    out: dict[str, tuple[int, int]] = {}
-    for line in data.splitlines()[2:]:
-        name, sep, rest = line.partition(b":")
-        if not sep:
-            continue
-        fields = rest.split()
-        out[name.strip().decode("utf-8", "replace")] = (int(fields[0]), int(fields[8]))
-    return out
 
 
 def _psutil_counters() -> dict[str, tuple[int, int]]:
