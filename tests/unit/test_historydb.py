@@ -263,3 +263,18 @@ def test_ring_last_row():
         r.append((float(i), None if i == 4 else i * 2.0, "up" if i % 2 else "down"))
         assert r.last()[0] == float(i)
     assert r.last() == (4.0, None, "down")
+
+
+def test_the_page_cache_is_bounded_explicitly(tmp_path):
+    """SQLite's default cache (2000 KiB) filled as the file grew and showed as agent RSS
+    creeping up for hours; the connection sets its own small bound, also on a reopen
+    (cache_size is per connection, not stored in the file)."""
+    want = -historyschema.CACHE_KIB
+    for _ in range(2):
+        d = open_or_replace(tmp_path / "history.db", 30 * DAY)
+        try:
+            assert d.conn.execute("PRAGMA cache_size").fetchone()[0] == want
+            _fill(d, T0, 30)
+        finally:
+            d.close()
+    assert historyschema.CACHE_KIB <= 1024
