@@ -26,3 +26,17 @@ def history() -> dict:
 @pytest.fixture
 def events() -> list[dict]:
     return json.loads((FIXTURES / "events.json").read_text())["events"]
+
+
+@pytest.fixture
+def view(qtbot, cluster: dict):
+    """The topology map, 1000 × 650, shown, with the recorded cluster drawn."""
+    from exotray.ui.topology_view import TopologyView
+
+    v = TopologyView()
+    qtbot.addWidget(v)
+    v.resize(1000, 650)
+    v.show()
+    qtbot.waitExposed(v)
+    v.set_cluster(cluster)
+    return v

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -43,22 +42,6 @@ def _mesh(n: int) -> dict[str, Any]:
                       "age_s": 0.1, "links": links,
                       "interfaces": [{"name": "eth0", "addresses": [f"10.0.0.{i + 1}"]}]})
     return {"self": ids[0], "nodes": nodes}
-
-
-@pytest.fixture
-def cluster() -> dict[str, Any]:
-    return json.loads((FIXTURES / "cluster.json").read_text())
-
-
-@pytest.fixture
-def view(qtbot: Any, cluster: dict[str, Any]) -> TopologyView:
-    v = TopologyView()
-    qtbot.addWidget(v)
-    v.resize(1000, 650)
-    v.show()
-    qtbot.waitExposed(v)
-    v.set_cluster(cluster)
-    return v
 
 
 def _points(item: Any) -> set[tuple[float, float]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -28,22 +27,6 @@ GPU3 = "e407eae12b94"
 SATURATED = "0386def512a998f6"  # studio-1 -> studio-2 over xt1a (the far end: 20b2e75791c21204)
 PARALLEL = "8d398daebb711140"  # studio-1 -> studio-2 over xt1c
 DOWN = "8f432a8f84089cd4"  # studio-1 -> gpu-3
-
-
-@pytest.fixture
-def cluster() -> dict[str, Any]:
-    return json.loads((FIXTURES / "cluster.json").read_text())
-
-
-@pytest.fixture
-def view(qtbot: Any, cluster: dict[str, Any]) -> TopologyView:
-    v = TopologyView()
-    qtbot.addWidget(v)
-    v.resize(1000, 650)
-    v.show()
-    qtbot.waitExposed(v)
-    v.set_cluster(cluster)
-    return v
 
 
 def _click(qtbot: Any, view: TopologyView, link_id: str) -> None:
