@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 )
 
 from exotray.ui import summary, theme
-from exotray.ui.link_table import plain_tip
+from exotray.ui.link_model import plain_tip
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from exotray.core import fmt
 from exotray.ui import look, summary, theme
 from exotray.ui.app import App
 from exotray.ui.client import AgentClient
-from exotray.ui.link_table import COLUMNS
+from exotray.ui.link_model import COLUMNS
 from exotray.ui.link_view import LinkDetails
 from exotray.ui.timeline import DEFAULT_SPAN_S, EVENT, event_time
 from exotray.ui.tray import Tray

@@ -18,7 +18,8 @@ from exotray.agent.runtime import Agent
 from exotray.agent.sampler import NicInfo
 from exotray.core.settings import Settings
 from exotray.ui import linkwords
-from exotray.ui.link_table import EXO, UTIL, LinkTable
+from exotray.ui.link_model import EXO, UTIL
+from exotray.ui.link_table import LinkTable
 from exotray.ui.link_view import LinkDetails
 from exotray.ui.topology_view import TopologyView
 
