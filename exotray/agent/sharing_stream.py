@@ -1,9 +1,10 @@
 """StreamSharing: one long-lived connection per peer, a full snapshot then deltas
 (docs/design.md, "Stream sharing"; the bytes are in stream_wire.py).
 
-Serving (stream_serve.py): `GET /v1/stream?nonce=HEX&v=2` answers with frames: once per
-interval one delta built from this node's snapshot, encoded once for every subscriber
-(with a cluster key only the signature differs). A subscriber that does not read fills
+Serving (stream_serve.py): `GET /v1/stream?nonce=HEX&v=3` answers with frames: a delta
+built from this node's snapshot when something moved promptly, else a heartbeat every
+few intervals (stream_numbers.py: the tempo), encoded once for every subscriber (with a
+cluster key only the signature differs). A subscriber that does not read fills
 its bounded queue, is dropped and resyncs with a full snapshot when it reconnects; the
 producer never waits.
 
@@ -56,7 +57,8 @@ class StreamSharing:
         self.counters = self._poll.counters
         self.counters.update({k: 0 for k in (
             "stream_bytes_in", "stream_frames_in", "stream_bytes_out", "stream_frames_built",
-            "stream_subscribers", "stream_subscribers_dropped", "stream_reconnects")})
+            "stream_deltas_waiting", "stream_subscribers", "stream_subscribers_dropped",
+            "stream_reconnects")})
         self.rejections = self._poll.rejections
         self.producer = Producer(snapshot, key, clock, self.counters)
         self._following: dict[str, asyncio.Task] = {}
@@ -187,8 +189,9 @@ class StreamSharing:
             mirror = W.Mirror(self.node_id, peer.id if "mdns" in peer.sources else None)
             reader = W.FrameReader()
             expect: list[int] = []  # the next sequence number, once a frame came
-            # 3 intervals (then the larger of ours and the peer's) + 1 s without a frame: dead
-            async with asyncio.timeout(3 * self._interval() + 1.0) as quiet:
+            # a heartbeat missed twice (the larger of our interval and the peer's, once
+            # known) + 1 s without a frame: dead
+            async with asyncio.timeout(_quiet(self._interval())) as quiet:
                 async for chunk in resp.aiter_raw():
                     for kind, seq, sig, body, size in reader.feed(chunk):
                         snap = self._frame(kind, seq, sig, body, size, stream_id, nonce,
@@ -196,7 +199,7 @@ class StreamSharing:
                         self._accept(peer, snap)
                         got = True
                         every = min(MAX_INTERVAL_S, max(self._interval(), snap.interval_s))
-                        quiet.reschedule(loop.time() + 3 * every + 1.0)
+                        quiet.reschedule(loop.time() + _quiet(every))
             reader.end()
         return got
 
@@ -228,6 +231,12 @@ class StreamSharing:
         self.protocol[peer.key] = "stream"
         self._poll_until.pop(peer.key, None)
         self.table.identified(peer, snap.node.id, snap.node.name)
+
+
+def _quiet(interval: float) -> float:
+    """How long a stream may be silent before its connection counts as dead: a frame
+    comes at least every W.HEARTBEAT intervals; two of them missed, and a second."""
+    return (W.HEARTBEAT + 2) * interval + 1.0
 
 
 class _NoStream(Exception):

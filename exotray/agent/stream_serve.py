@@ -1,7 +1,8 @@
 """The serving side of stream sharing (docs/design.md, "Stream sharing"): this node's
-stream (`Producer`: the state subscribers mirror, one delta per interval encoded once for
-all of them, bounded queues) and `GET /v1/stream` (`StreamEndpoint`). The following side
-is sharing_stream.py; the bytes are stream_wire.py.
+stream (`Producer`: the state subscribers mirror, a delta when something moved promptly
+or a heartbeat is due, encoded once for all of them, bounded queues) and
+`GET /v1/stream` (`StreamEndpoint`). The following side is sharing_stream.py; the bytes
+are stream_wire.py.
 """
 
 from __future__ import annotations
@@ -49,13 +50,14 @@ class Producer:
         self.state: W.State | None = None
         self.age = 0.0
         self.built_at = 0.0
+        #: intervals since the last frame went out (a heartbeat is due at W.HEARTBEAT)
+        self.quiet = 0
         self.subs: set[_Sub] = set()
         self.closed = False
 
-    def _build(self) -> tuple[W.State, float]:
+    def _build(self) -> tuple[W.State, float, float]:
         snap = self._snapshot()  # numbers held against what subscribers last got
-        self.built_at = self.clock()
-        return W.split(snap, self.state), float(snap["data_age_s"])
+        return W.split(snap, self.state), float(snap["data_age_s"]), self.clock()
 
     def _frame(self, sub: _Sub, kind: bytes, body: bytes, digest: bytes | None) -> bytes:
         key = self._key()
@@ -68,8 +70,9 @@ class Producer:
     def subscribe(self, nonce: str) -> _Sub:
         """A new subscriber, its first frame (the full snapshot) already queued."""
         if self.state is None:
-            self.state, self.age = self._build()
+            self.state, self.age, self.built_at = self._build()
             self.seq += 1
+            self.quiet = 0
         sub = _Sub(nonce)
         body = W.full_body(self.state, self.age + self.clock() - self.built_at)
         sub.frames.append(self._frame(sub, W.FULL, body, None))
@@ -82,13 +85,23 @@ class Producer:
         self.counters["stream_subscribers"] = len(self.subs)
 
     def publish(self) -> None:
-        """Once per interval: one delta, encoded once, queued for every subscriber."""
+        """Once per interval: what moved since the last frame, as one delta encoded once
+        and queued for every subscriber — now if it holds a prompt change, else once
+        W.HEARTBEAT intervals have passed since the last frame (a heartbeat, with every
+        number that moved a display step meanwhile). Until then nothing is sent and what
+        moved waits: it is held against what subscribers have."""
         if not self.subs:
             self.state = None  # the next subscriber gets a fresh full snapshot
             return
-        new, age = self._build()
-        body = W.encode(W.delta(self.state or new, new, age))
-        self.state, self.age = new, age
+        new, age, at = self._build()
+        old = self.state or new
+        d = W.delta(old, new, age)
+        self.quiet += 1
+        if self.quiet < W.HEARTBEAT and not W.prompt(old, d):
+            self.counters["stream_deltas_waiting"] += 1
+            return
+        body = W.encode(d)
+        self.state, self.age, self.built_at, self.quiet = new, age, at, 0
         self.seq += 1
         shared = None if self._key() is not None else W.header(W.DELTA, self.seq, len(body),
                                                               None) + body

@@ -19,16 +19,19 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import math
 from typing import Any
 
+from exotray.agent import stream_numbers as N
+from exotray.agent.stream_numbers import RESOLVED, held, quantize
 from exotray.core import schema
 from exotray.core.schema import MAX_SNAPSHOT_BYTES, SnapshotRejected, dump, parse_snapshot
 
 FULL, DELTA = b"F", b"D"
 #: the stream's version, asked for by the follower (`v=`): 2 added RATES_OF and
-#: hysteresis; a producer answers 404 to a follower of another version, which polls it
-VERSION = "2"
+#: hysteresis, 3 the tempo (a frame at least every HEARTBEAT intervals, not every one);
+#: a producer answers 404 to a follower of another version, which polls it
+VERSION = "3"
+HEARTBEAT = N.HEARTBEAT
 #: a header line longer than this is refused (KIND SEQ LENGTH and 64 hex digits fit)
 MAX_HEADER = 160
 #: a frame body over the snapshot cap is refused, as a polled snapshot would be
@@ -53,63 +56,6 @@ class FrameError(ValueError):
         self.reason = reason
 
 
-# -- display resolution ------------------------------------------------------------------
-_RATES = frozenset({"rx_bytes_per_s", "tx_bytes_per_s", "capacity_bytes_per_s"})
-_MS = frozenset({"rtt_ms", "rtt_min_ms", "rtt_max_ms", "rtt_p90_ms", "rtt_last_ms",
-                 "jitter_ms", "rtt_baseline_ms", "queue_delay_ms"})
-_FIXED_STEP = {"utilization": 0.005, "loss": 0.001}
-_RESOLVED = _RATES | _MS | frozenset(_FIXED_STEP)
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, float | int) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def quantize(field: str, v: Any) -> Any:
-    """A number at its display resolution (core/fmt.py): rates to 3 significant digits
-    and whole bytes, times to 0.01 ms below 1 ms, 0.1 ms below 100 ms, 1 ms above;
-    utilization to 0.5 %, loss to 0.1 %. Anything else unchanged."""
-    if not _number(v):
-        return v
-    if field in _RATES:
-        return float(f"{v:.3g}") if abs(v) >= 100 else float(round(v))
-    if field in _MS:
-        return round(v, 2) if abs(v) < 1 else round(v, 1) if abs(v) < 100 else float(round(v))
-    if field == "utilization":
-        if 0 < v < 0.005:  # shown as "< 1 %", not "0 %" (core/fmt.utilization): not zero
-            return min(float(f"{v:.1g}"), 0.004)
-        return round(v * 200) / 200
-    if field == "loss":
-        return round(v, 3)
-    return v
-
-
-def step(field: str, a: float, b: float) -> float | None:
-    """One display step of `field` between values a and b (the finer of their two
-    steps), None for a field shown as it is."""
-    m = min(abs(a), abs(b))
-    if field in _RATES:
-        return 10.0 ** (math.floor(math.log10(m)) - 2) if m >= 100 else 1.0
-    if field in _MS:
-        return 0.01 if m < 1 else 0.1 if m < 100 else 1.0
-    return _FIXED_STEP.get(field)
-
-
-def held(field: str, new: Any, last: Any) -> Any:
-    """What to send for `field` now that it reads `new`, `last` having been sent before:
-    `last` again while `new` is less than one display step away from it (hysteresis: a
-    number hovering on a rounding edge, or moving within what anybody can see, is not
-    re-sent every interval, and the receiver's copy is never a whole step off), else
-    `new` at its display resolution."""
-    q = quantize(field, new)
-    if field not in _RESOLVED or not _number(new) or not _number(last):
-        return q
-    if field == "utilization" and (q == 0) != (last == 0):
-        return q  # traffic came or went: "0 %" and "< 1 %" are less than a step apart
-    s = step(field, new, last)
-    return last if s is not None and abs(new - last) < s else q
-
-
 # -- the sender: state, full frames, deltas ------------------------------------------------
 State = tuple[dict, dict[str, dict], dict[str, dict]]  # top, links by id, interfaces by name
 
@@ -122,7 +68,7 @@ _LOCAL = schema.LOCAL_LINK_FIELDS
 
 def _hold(rec: dict, last: dict | None) -> dict:
     out = dict(rec)
-    for k in _RESOLVED.intersection(rec):  # (the other fields go as they are)
+    for k in RESOLVED.intersection(rec):  # (the other fields go as they are)
         out[k] = quantize(k, rec[k]) if last is None else held(k, rec[k], last.get(k))
     return out
 
@@ -195,6 +141,13 @@ def delta(old: State, new: State, age: float) -> dict:
     if (ifaces := _records(old[2], new[2])) is not None:
         out["interfaces"] = ifaces
     return out
+
+
+def prompt(old: State, d: dict) -> bool:
+    """Whether delta `d` (from `old`, the state last sent) holds a change that goes out
+    at once; else it waits for the heartbeat (stream_numbers: the tempo)."""
+    return bool(d.get("top")) or N.prompt_records(d.get("links"), old[1]) \
+        or N.prompt_records(d.get("interfaces"), old[2])
 
 
 # -- frames and signatures ---------------------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 from helpers import AgentProc, free_port
 
 from exotray.agent import probe as P
+from exotray.agent import stream_wire as W
 from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings
 
@@ -196,7 +197,7 @@ def test_stop_with_streams_leaves_no_task_thread_or_socket(tmp_path):
             await a.start()
         async with httpx.AsyncClient(trust_env=False) as c, c.stream(
                 "GET", f"http://127.0.0.1:{p1}/v1/stream",
-            params={"nonce": "ab" * 16, "v": "2"}) as resp:
+            params={"nonce": "ab" * 16, "v": W.VERSION}) as resp:
             assert resp.status_code == 200
             for _ in range(100):
                 if all(len(a.cluster()["nodes"]) == 2 for a in agents):

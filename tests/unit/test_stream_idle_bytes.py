@@ -10,6 +10,7 @@ import copy
 import pytest
 from stream_frames import IFACE, snapshot
 
+from exotray.agent import stream_numbers as N
 from exotray.agent import stream_wire as W
 from exotray.core.schema import SnapshotRejected, dump
 
@@ -41,8 +42,8 @@ from exotray.core.schema import SnapshotRejected, dump
 ])
 def test_a_number_is_held_at_what_was_last_sent_until_it_moved_a_display_step(
         field, new, last, sent):
-    assert W.held(field, new, last) == pytest.approx(sent) if sent is not None \
-        else W.held(field, new, last) is None
+    assert N.held(field, new, last) == pytest.approx(sent) if sent is not None \
+        else N.held(field, new, last) is None
 
 
 def _sent(snaps: list[dict]) -> list[dict]:

@@ -1,5 +1,6 @@
-"""The stream's producer: one delta per interval for every subscriber, and a subscriber
-that never reads is dropped after a bounded queue, without the producer waiting for it."""
+"""The stream's producer: a delta for every subscriber when something moved promptly, a
+heartbeat every W.HEARTBEAT intervals otherwise, and a subscriber that never reads is
+dropped after a bounded queue, without the producer waiting for it."""
 
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ class _Node:
         self.n += 1
         snap = copy.deepcopy(self.snap)
         for i, lk in enumerate(snap["links"]):
-            lk["rtt_ms"] = 0.1 * (self.n + i)  # every link moves every interval
+            lk["rtt_ms"] = 1.0 if (self.n + i) % 2 else 5.0  # every link moves, promptly
         return snap
 
 
 def _counters() -> dict[str, int]:
     return {k: 0 for k in ("stream_bytes_out", "stream_frames_built", "stream_subscribers",
-                           "stream_subscribers_dropped")}
+                           "stream_subscribers_dropped", "stream_deltas_waiting")}
 
 
 async def _subscribe(endpoint: StreamEndpoint, send, disconnect: asyncio.Event) -> asyncio.Task:
@@ -36,7 +37,8 @@ async def _subscribe(endpoint: StreamEndpoint, send, disconnect: asyncio.Event) 
         await disconnect.wait()
         return {"type": "http.disconnect"}
 
-    scope = {"type": "http", "method": "GET", "query_string": b"v=2&nonce=" + b"0" * 32}
+    query = b"v=" + W.VERSION.encode() + b"&nonce=" + b"0" * 32
+    scope = {"type": "http", "method": "GET", "query_string": query}
     return asyncio.create_task(endpoint(scope, receive, send))
 
 
@@ -77,7 +79,7 @@ def test_a_subscriber_that_never_reads_is_dropped_and_the_producer_stays_on_time
         mirror.full(frames[0][3])
         for f in frames[1:]:
             last = mirror.delta(f[3])
-        assert last.links[0].rtt_ms == round(0.1 * 201, 2)
+        assert last.links[0].rtt_ms == (1.0 if 201 % 2 else 5.0)  # the last build's
         bye.set()
         await asyncio.wait_for(good, 1.0)
         assert counters["stream_subscribers"] == 0

@@ -8,6 +8,7 @@ import copy
 import pytest
 from stream_frames import PEER_ID, delta, frame, full, snapshot
 
+from exotray.agent import stream_numbers as N
 from exotray.agent import stream_wire as W
 from exotray.core.schema import SnapshotRejected, dump
 
@@ -27,8 +28,8 @@ from exotray.core.schema import SnapshotRejected, dump
     ("state", "up", "up"),
 ])
 def test_display_resolution(field, value, expect):
-    assert W.quantize(field, value) == pytest.approx(expect) if expect is not None \
-        else W.quantize(field, value) is None
+    assert N.quantize(field, value) == pytest.approx(expect) if expect is not None \
+        else N.quantize(field, value) is None
 
 
 def _mirror_of(snap: dict) -> tuple[W.Mirror, W.State]:
