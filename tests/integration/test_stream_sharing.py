@@ -16,7 +16,7 @@ import httpx
 import psutil
 import pytest
 from helpers import AgentProc, free_port, wait_for
-from stream_frames import delta, full
+from stream_frames import delta, full, snapshot
 
 from exotray.agent import stream_wire as W
 
@@ -31,6 +31,8 @@ class _StreamPeer(http.server.ThreadingHTTPServer):
     def __init__(self, scripts: list[tuple[str, object]]) -> None:
         self.scripts = scripts
         self.served: list[str] = []
+        self.served_at: list[float] = []
+        self.hold = 0.3  # how long a connection stays open after its script
         super().__init__(("127.0.0.1", 0), _Handler)
 
 
@@ -46,6 +48,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         nonce = parse_qs(url.query).get("nonce", [""])[0]
         name, script = srv.scripts[len(srv.served) % len(srv.scripts)]
         srv.served.append(name)
+        srv.served_at.append(time.monotonic())
         self.send_response(200)
         self.send_header("content-type", "application/x-exotray-stream")
         self.send_header("x-exotray-stream", "ab12")
@@ -54,7 +57,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         try:
             self.wfile.write(data)
             self.wfile.flush()
-            time.sleep(0.3)
+            time.sleep(srv.hold)
         except OSError:
             pass
 
@@ -92,6 +95,28 @@ BAD = [
     ("not_json", full() + delta({"age": 0})[:-9] + b"not json!"),
     ("bad_frame", b"HELLO THERE\n"),
 ]
+
+
+def test_a_stream_at_rest_is_kept_between_heartbeats_and_a_dead_one_is_left(
+        tmp_path, stream_peer):
+    """A producer at rest sends a frame only every HEARTBEAT intervals: the follower must
+    not take that silence for a dead connection — only two heartbeats missed."""
+    snap = snapshot()
+    snap["interval_s"] = 0.25
+    srv = stream_peer([("silent", full(snap))])
+    srv.hold = 8.0  # the connection stays open, and says nothing after its full snapshot
+    a = AgentProc(tmp_path, "a", free_port(), [srv.server_address[1]], "--interval", "0.25",
+                  "--sharing", "stream")
+    try:
+        a.wait_ready()
+        assert wait_for(lambda: _node(a.get("/v1/cluster"), "evil"), 10), a.log()
+        assert wait_for(lambda: len(srv.served) >= 2, 15), a.log()
+        kept = srv.served_at[1] - srv.served_at[0]
+        # (HEARTBEAT + 2) intervals + 1 s of silence, then the next connection
+        assert kept >= (W.HEARTBEAT + 2) * 0.25 + 1.0 - 0.1, kept
+        assert a.proc.poll() is None and "Traceback" not in a.log()
+    finally:
+        a.close()
 
 
 def test_a_hostile_stream_is_refused_counted_logged_and_resynchronised(tmp_path, stream_peer):
@@ -190,7 +215,7 @@ def test_a_change_reaches_the_other_node_within_an_interval(streaming_pair):
         assert seen, f"{mbit} Mbit/s on b did not reach a within 1 s"
     cluster = a.get("/v1/cluster")
     assert cluster["sharing"] == "stream" and cluster["peers"][0]["sharing"] == "stream"
-    assert 0 <= _node(cluster, "b")["age_s"] < 2.0
+    assert 0 <= _node(cluster, "b")["age_s"] < W.HEARTBEAT * 0.5 + 1.0
     # one probe's RTT stays with local clients: b shows its own, a's view of b has none
     assert wait_for(lambda: any(lk["rtt_last_ms"] is not None
                                 for lk in b.get("/v1/snapshot")["links"]), 5)

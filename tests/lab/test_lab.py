@@ -118,8 +118,13 @@ def test_saturation_raised_and_cleared_with_true_rates(lab2, tmp_path):
     lab.shape(h2, "50mbit")
     a1 = agents.start(h1, "--capacity", f"{h1.veth}=50", name="h1", mdns=False,
                       peers=[f"{h2.addr}:{PORT}"])
-    agents.start(h2, name="h2", mdns=False, peers=[f"{h1.addr}:{PORT}"])
+    a2 = agents.start(h2, name="h2", mdns=False, peers=[f"{h1.addr}:{PORT}"])
     assert wait_for(lambda: up_peer_names(a1) == {"h2"}, 10), a1.log()
+
+    def h1_saturated_on_h2() -> bool:  # h1's link as h1's stream tells h2
+        nodes = a2.get("/v1/cluster")["nodes"]
+        return any(lk["state"] == "saturated" for n in nodes if n["node"]["name"] == "h1"
+                   for lk in n["links"])
 
     # Ten idle seconds: no saturation event.
     time.sleep(10.0)
@@ -132,6 +137,9 @@ def test_saturation_raised_and_cleared_with_true_rates(lab2, tmp_path):
         sat = wait_for(lambda: events(a1, "link_saturated"), 6.0, every=0.05)
         raised_after = time.monotonic() - onset
         assert sat, f"no link_saturated:\n{a1.log()}"
+        # a prompt change: h2 has it with h1's next frame, not at a heartbeat
+        assert wait_for(h1_saturated_on_h2, 6.0, every=0.05), a2.log()
+        shared_after = time.monotonic() - onset - raised_after
         # Rates while saturated: the agent's, and the interface counters over 8 s.
         time.sleep(max(0.0, 4.0 - (time.monotonic() - onset)))
         _rx0, tx0 = lab.counters(h1)
@@ -158,7 +166,8 @@ def test_saturation_raised_and_cleared_with_true_rates(lab2, tmp_path):
     iperf_wire = goodput * (1448 + 66) / 1448
     ours_tx = statistics.median(ours)
     print(
-        f"\nsaturation raised {raised_after:.2f} s after onset, cleared {cleared_after:.2f} s "
+        f"\nsaturation raised {raised_after:.2f} s after onset (on h2 {shared_after:.2f} s "
+        f"later), cleared {cleared_after:.2f} s "
         f"after the end; tx: exotray {ours_tx / 1e6:.3f} MB/s, interface counters "
         f"{wire_tx / 1e6:.3f} MB/s, iperf3 on-wire {iperf_wire / 1e6:.3f} MB/s "
         f"(retransmits {sent.get('retransmits')}); utilization {sat[0]['utilization']}"
