@@ -1,6 +1,7 @@
 """How the link details look: a time chart, a title with its legend inline, the label of
 a horizontal line, the rates' min–max for coarse rows, and the numbers panel's labels,
-rules and style sheet (ui/link_view.py lays them out and fills them)."""
+rules and style sheet (ui/link_charts.py and ui/link_numbers.py lay them out and fill
+them)."""
 
 from __future__ import annotations
 

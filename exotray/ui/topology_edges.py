@@ -4,7 +4,7 @@
   of nodes bend apart), its polyline, and the segments the mouse is hit-tested against.
   Computed when the set of links or the layout changes, not per update.
 * `kind_codes`: every edge's drawing class at once (numpy), the same rule as
-  `theme.link_kind`, from the edges' states and utilizations.
+  `theme.link_kind`, from the edges' states and utilizations; `edge_pen` a class's pen.
 * `EdgeBatches`: per drawing class two curve items, one for the straight edges (one
   line per edge, drawn by `QPainter.drawLines` from an array: no path is built) and one
   for the bent ones (NaN-separated polylines); a class's items get new data only when an
@@ -19,6 +19,7 @@ from typing import Final
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QPen
 
 from exotray.core.topology import Edge
@@ -94,6 +95,17 @@ def kind_codes(states: Sequence[str], utilizations: Sequence[float | None],
     codes[st == "saturated"] = HOT
     codes[st == "down"] = DOWN
     return codes
+
+
+def edge_pen(kind: str, width: float, alpha: float = 1.0) -> QPen:
+    """The pen of a drawing class (one of KINDS): its colour, round caps; down is dashed."""
+    color = theme.KIND_COLOR[kind]
+    pen = pg.mkPen(theme.with_alpha(color, alpha), width=width)
+    pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+    if kind == "down":
+        pen.setCapStyle(Qt.PenCapStyle.FlatCap)
+        pen.setStyle(Qt.PenStyle.DashLine)
+    return pen
 
 
 class EdgeBatches:

@@ -8,15 +8,19 @@ Drawing model (everything is created once and updated in place):
   and one of bent polylines (``topology_edges``), so a 128-node full mesh (8128 edges)
   is five line arrays, not 8128 items; their colours are worked out for all edges at
   once from the graph cache's arrays (``topology.EdgeNumbers``);
-* selection and hover: two wide translucent "halo" curves under the edges;
+* selection and hover: two wide translucent "halo" curves under the edges
+  (``topology_halos``);
 * links that carry exo's inference traffic (their `exo_instances`): one more wide casing
   in theme.EXO under them, and the model on their badge and tooltip (nothing without exo);
 * badges ("12.3 MB/s · 0.8 ms"): one per edge while the graph is small, above that only
-  on the selected edge (``topology_badges``).
+  on the selected edge (``topology_badges``);
+* the legend of the edges' colours (``topology_legend``).
 
 Node positions are assigned once per set of node ids (self on top, the others clockwise
 by name, then id) and never move while that set is unchanged. Clicks and hovers are
-hit-tested in pixels against the drawn polylines (``HIT_PX`` either side of the line).
+hit-tested in pixels against the drawn polylines (``topology_hits``: ``HIT_PX`` either
+side of the line); this module handles them (hover halo, cursor, tooltip from
+``topology_tips``, selection on a left click).
 """
 
 from __future__ import annotations
@@ -29,11 +33,13 @@ from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QCursor, QFont, QPen
 from PySide6.QtWidgets import QGraphicsItem, QToolTip, QWidget
 
-from exotray.core import fmt, topology
+from exotray.core import topology
 from exotray.core.topology import Edge, Node
 from exotray.ui import linkwords, theme, topology_tips
 from exotray.ui.topology_badges import BADGE_LIMIT, EdgeBadges, badge_text
-from exotray.ui.topology_edges import KINDS, EdgeBatches, edge_geometry, kind_codes
+from exotray.ui.topology_edges import KINDS, EdgeBatches, edge_geometry, edge_pen, kind_codes
+from exotray.ui.topology_halos import Halos
+from exotray.ui.topology_hits import edge_at, node_at, pixel_size
 from exotray.ui.topology_labels import Geometry, NodeLabel, NodeLabels
 from exotray.ui.topology_layout import (
     label_geometry,
@@ -41,9 +47,8 @@ from exotray.ui.topology_layout import (
     layout,
     node_style,
 )
+from exotray.ui.topology_legend import MapLegend
 
-#: half-width of the clickable band around an edge, in pixels
-HIT_PX: Final = 6.0
 #: label distance from the node centre, in view units (the circle has radius 1)
 LABEL_GAP: Final = 0.1
 #: margin around the node circle, in view units, so that labels fit
@@ -79,44 +84,17 @@ class TopologyView(pg.PlotWidget):
         self._label_font.setPointSizeF(10)
 
         # -- items, created once --------------------------------------------------------
-        # The selection is a magenta casing with a light core, so that the edge keeps
-        # its own colour inside it: a colour of its own (the legend's "capacity unknown"
-        # is blue-grey), visible on light and on dark backgrounds.
-        self._halo_sel = pg.PlotCurveItem(
-            pen=pg.mkPen(theme.SELECTION, width=13), connect="finite"
-        )
-        self._halo_core = pg.PlotCurveItem(
-            pen=pg.mkPen(theme.BACKGROUND, width=7), connect="finite"
-        )
-        self._halo_hover = pg.PlotCurveItem(
-            pen=pg.mkPen(theme.with_alpha(theme.SELECTION, 0.22), width=11), connect="finite"
-        )
-        self._halo_exo = pg.PlotCurveItem(
-            pen=pg.mkPen(theme.with_alpha(theme.EXO, 0.5), width=19), connect="finite"
-        )
+        self._halos = Halos()  # selection, hover, exo
         self._exo_sig: tuple[int, ...] | None = None
         self._node_item = pg.ScatterPlotItem(pxMode=True, hoverable=False)
         # the circles change only when a node's look does: one pixmap until then
         self._node_item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
-        for z, item in (
-            (-3, self._halo_exo),
-            (-2, self._halo_hover),
-            (-1.5, self._halo_sel),
-            (-1, self._halo_core),
-            (10, self._node_item),
-        ):
+        for z, item in (*self._halos.layers(), (10, self._node_item)):
             item.setZValue(z)
             self._vb.addItem(item, ignoreBounds=True)
         self._batches = EdgeBatches(lambda item: self._vb.addItem(item, ignoreBounds=True))
         self._curves = self._batches.straight
-        self._legend = pg.LegendItem(
-            colCount=len(KINDS), labelTextColor=theme.TEXT_MUTED, labelTextSize="8pt",
-            horSpacing=14, brush=pg.mkBrush(theme.with_alpha(theme.BACKGROUND, 0.9)),
-        )
-        self._legend.setParentItem(self._vb)
-        self._legend.anchor(itemPos=(0, 1), parentPos=(0, 1), offset=(8, -6))
-        self._legend_samples = {k: pg.PlotDataItem(pen=self._edge_pen(k, 2.5)) for k in KINDS}
-        self._fill_legend()
+        self._legend = MapLegend(self._vb, self._threshold)
         self._labels = NodeLabels(lambda item: self._vb.addItem(item, ignoreBounds=True),
                                   self._vb.removeItem, z=11)
         self._badges = EdgeBadges(self._vb)
@@ -159,7 +137,7 @@ class TopologyView(pg.PlotWidget):
     def set_threshold(self, threshold: float) -> None:
         self._threshold = threshold
         self._style_sig = None
-        self._fill_legend()
+        self._legend.fill(threshold)
         if self._edges:
             self._restyle()
 
@@ -169,18 +147,8 @@ class TopologyView(pg.PlotWidget):
         gives every node, edge and badge its new colours (the names are rendered again:
         their markup carries the colours)."""
         self.setBackground(theme.BACKGROUND)
-        for item, pen in ((self._halo_sel, pg.mkPen(theme.SELECTION, width=13)),
-                          (self._halo_core, pg.mkPen(theme.BACKGROUND, width=7)),
-                          (self._halo_hover, pg.mkPen(theme.with_alpha(theme.SELECTION, 0.22),
-                                                      width=11)),
-                          (self._halo_exo, pg.mkPen(theme.with_alpha(theme.EXO, 0.5),
-                                                    width=19))):
-            item.setPen(pen)
-        self._legend.setBrush(pg.mkBrush(theme.with_alpha(theme.BACKGROUND, 0.9)))
-        self._legend.setLabelTextColor(theme.TEXT_MUTED)
-        for kind, sample in self._legend_samples.items():
-            sample.setPen(self._edge_pen(kind, 2.5))
-        self._fill_legend()
+        self._halos.restyle()
+        self._legend.restyle(self._threshold)
         self._badges.restyle()
         self._node_sig = self._style_sig = None
 
@@ -271,30 +239,10 @@ class TopologyView(pg.PlotWidget):
         return [e.primary["id"] for e in self._edges if topology_tips.edge_exo(e)]
 
     def exo_halo(self) -> pg.PlotCurveItem:
-        return self._halo_exo
+        return self._halos.exo
 
     def selection_halo(self) -> pg.PlotCurveItem:
-        return self._halo_sel
-
-    def _fill_legend(self) -> None:
-        calm = min(theme.CALM_BELOW, self._threshold)
-        names = {
-            "calm": f"&lt; {fmt.percent(calm)}",
-            "busy": f"&lt; {fmt.percent(self._threshold)}",
-            "hot": f"≥ {fmt.percent(self._threshold)}",
-            "unknown": "capacity unknown",
-            "down": "down",
-        }
-        self._legend.clear()
-        for kind in ("calm", "busy", "hot", "unknown", "down"):
-            self._legend.addItem(self._legend_samples[kind], names[kind])
-        # The legend changes only here and in restyle: each of its parts is kept as a
-        # pixmap until it changes (Qt redraws an item's cache when the item is updated).
-        todo: list[QGraphicsItem] = [self._legend]
-        while todo:
-            item = todo.pop()
-            item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
-            todo.extend(item.childItems())
+        return self._halos.selection
 
     # -- layout and nodes --------------------------------------------------------------
     def _update_layout(self, nodes: list[Node]) -> None:
@@ -374,20 +322,7 @@ class TopologyView(pg.PlotWidget):
         if sig == self._exo_sig:
             return
         self._exo_sig = sig
-        if idx:
-            pts = np.concatenate([self._paths[i] for i in idx])
-            self._halo_exo.setData(pts[:, 0], pts[:, 1], connect="finite")
-        else:
-            self._halo_exo.setData([], [])
-
-    def _edge_pen(self, kind: str, width: float, alpha: float = 1.0) -> QPen:
-        color = theme.KIND_COLOR[kind]
-        pen = pg.mkPen(theme.with_alpha(color, alpha), width=width)
-        pen.setCapStyle(Qt.PenCapStyle.RoundCap)
-        if kind == "down":
-            pen.setCapStyle(Qt.PenCapStyle.FlatCap)
-            pen.setStyle(Qt.PenStyle.DashLine)
-        return pen
+        self._halos.mark_exo([self._paths[i] for i in idx])
 
     def _restyle(self) -> None:
         state, util, _exo = self._numbers
@@ -399,15 +334,8 @@ class TopologyView(pg.PlotWidget):
         if sig != self._style_sig:  # new pens or new geometry: every batch again
             self._style_sig = sig
             for kind in KINDS:
-                self._batches.set_pen(kind, self._edge_pen(kind, width, alpha))
+                self._batches.set_pen(kind, edge_pen(kind, width, alpha))
         self._batches.set_kinds(self._codes)
-
-    def _pixel(self) -> float | None:
-        """Size of a screen pixel in view units, None before the view has a size."""
-        if self._vb.width() < 10 or self._vb.height() < 10:
-            return None
-        px, py = self._vb.viewPixelSize()
-        return max(px, py) if px > 0 and py > 0 else None
 
     def _update_badges(self) -> None:
         self._badges.update(self._edges, self._codes, self._selected_index())
@@ -415,7 +343,7 @@ class TopologyView(pg.PlotWidget):
 
     def _place_badges(self) -> None:
         sel = self._selected_index()
-        px = self._pixel() if self._badges.per_edge else None
+        px = pixel_size(self._vb) if self._badges.per_edge else None
         self._badges.place(self._edges, self._ctrl, list(self._pos.values()),
                            self._node_px / 2, sel, px)
 
@@ -431,12 +359,7 @@ class TopologyView(pg.PlotWidget):
 
     def _update_selection(self) -> None:
         sel = self._selected_index()
-        for halo in (self._halo_sel, self._halo_core):
-            if sel is None:
-                halo.setData([], [])
-            else:
-                pts = self._paths[sel]
-                halo.setData(pts[:, 0], pts[:, 1], connect="finite")
+        self._halos.select(None if sel is None else self._paths[sel])
         if len(self._codes):
             self._update_badges()
 
@@ -444,39 +367,19 @@ class TopologyView(pg.PlotWidget):
         if index == self._hover:
             return
         self._hover = index
-        if index is None:
-            self._halo_hover.setData([], [])
-        else:
-            pts = self._paths[index]
-            self._halo_hover.setData(pts[:, 0], pts[:, 1], connect="finite")
+        self._halos.hover(None if index is None else self._paths[index])
 
     def _node_at(self, scene_pos: QPointF) -> str | None:
-        px = self._pixel()
-        if px is None or not self._pos:
-            return None
-        p = self._vb.mapSceneToView(scene_pos)
-        ids = list(self._pos)
-        xy = np.array([self._pos[i] for i in ids])
-        d = np.hypot(xy[:, 0] - p.x(), xy[:, 1] - p.y())
-        k = int(np.argmin(d))
-        return ids[k] if d[k] <= (self._node_px / 2 + 2) * px else None
+        return node_at(self._vb, scene_pos, self._pos, self._node_px / 2 + 2)
 
     def _edge_at(self, scene_pos: QPointF) -> int | None:
-        """The edge under a scene point: its badge, or within HIT_PX of its line."""
+        """The edge under a scene point: its badge, or its line if no node is there."""
         on_badge = self._badges.hit(scene_pos, self._edges, self._selected_index())
         if on_badge is not None:
             return on_badge
-        px = self._pixel()
-        if px is None or not len(self._seg_edge) or self._node_at(scene_pos) is not None:
+        if self._node_at(scene_pos) is not None:
             return None
-        p = self._vb.mapSceneToView(scene_pos)
-        q = np.array([p.x(), p.y()])
-        d = self._seg1 - self._seg0
-        ll = np.einsum("ij,ij->i", d, d)
-        t = np.clip(np.einsum("ij,ij->i", q - self._seg0, d) / np.where(ll > 0, ll, 1), 0, 1)
-        dist = np.hypot(*(self._seg0 + t[:, None] * d - q).T)
-        k = int(np.argmin(dist))
-        return int(self._seg_edge[k]) if dist[k] <= HIT_PX * px else None
+        return edge_at(self._vb, scene_pos, self._seg0, self._seg1, self._seg_edge)
 
     def _on_click(self, ev: Any) -> None:
         if ev.button() != Qt.MouseButton.LeftButton:

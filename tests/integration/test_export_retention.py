@@ -9,7 +9,7 @@ import time
 
 from helpers import AgentProc, free_port
 
-from exotray import cli
+from exotray import cli, cli_reads
 from exotray.agent.historydb import HistoryDB
 from exotray.agent.links import link_id
 from exotray.core.history import LINK_COLUMNS
@@ -51,7 +51,7 @@ def test_a_30_day_export_has_every_minute(tmp_path, monkeypatch):  # the CLI in-
                          "-o", str(out)]) == 0
         # a retention longer than one answer holds comes in several, row for row the same
         # (here 7-day answers, as 35 days and more would be at 50,000 rows)
-        monkeypatch.setattr(cli, "EXPORT_WINDOW_S", 7 * DAY)
+        monkeypatch.setattr(cli_reads, "EXPORT_WINDOW_S", 7 * DAY)
         chunked = tmp_path / "30d-in-weeks.csv"
         assert cli.main(["export", lid, "--since", "30d", "--port", str(port),
                          "-o", str(chunked)]) == 0

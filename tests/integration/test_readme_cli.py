@@ -11,7 +11,7 @@ from pathlib import Path
 
 from helpers import free_port, wait_for
 
-from exotray.cli import build_parser
+from exotray.cli_args import build_parser
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

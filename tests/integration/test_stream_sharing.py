@@ -281,7 +281,7 @@ def test_poll_and_stream_agents_see_each_others_full_view(tmp_path):
         assert peers[0]["sharing"] == "poll"  # b says a speaks the previous protocol
         assert "has no /v1/stream" in b.log()
         status = httpx.get(b.url + "/v1/cluster", trust_env=False).json()
-        from exotray.cli import diagnostics
+        from exotray.core.status import diagnostics
         assert any("previous sharing protocol" in n for n in diagnostics(status))
     finally:
         a.close()

@@ -119,7 +119,7 @@ def test_export_button_writes_the_links_history(qtbot, app, tmp_path):
     out = tmp_path / "h.csv"
     w.export_history(str(out))
     # The result stays in the link's details (the status bar's summary would cover it).
-    qtbot.waitUntil(lambda: out.exists() and "Exported" in w.details._result.text(),
+    qtbot.waitUntil(lambda: out.exists() and "Exported" in w.details.numbers()["result"],
                     timeout=5000)
     assert out.read_text().splitlines()[0].startswith("time_utc,unix_time_s,rtt_median_ms")
 
@@ -130,8 +130,8 @@ def test_measure_capacity_button(qtbot, app):
     w = app.window
     assert w.measure_action.isEnabled()
     w.measure_capacity(seconds=1.0)
-    qtbot.waitUntil(lambda: "now its capacity" in w.details._result.text(),
+    qtbot.waitUntil(lambda: "now its capacity" in w.details.numbers()["result"],
                     timeout=15_000)
-    assert "bit/s up" in w.details._result.text()
+    assert "bit/s up" in w.details.numbers()["result"]
     qtbot.wait(1500)  # a few cluster updates later, the result is still there
-    assert "now its capacity" in w.details._result.text()
+    assert "now its capacity" in w.details.numbers()["result"]

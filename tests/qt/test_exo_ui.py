@@ -169,8 +169,8 @@ def test_counted_rdma_says_it_is_included(qtbot):
     view = LinkDetails()
     qtbot.addWidget(view)
     view.set_link(lk, "h1", {})
-    assert view._subs["tx_bytes_per_s"].text() == "RDMA included (port counters)"
-    assert "RDMA port counters on it are added to rx / tx" in view._note.text()
+    assert view.panel._subs["tx_bytes_per_s"].text() == "RDMA included (port counters)"
+    assert "RDMA port counters on it are added to rx / tx" in view.numbers()["note"]
     assert exo_cell(lk) == "Big (jaccl) · RDMA counted"
     tip = topology_tips.edge_tooltip(Edge("l1", "h1", "h2", lk, None), str, {})
     assert "counted in rx / tx" in tip and "(IP only)" not in tip

@@ -105,7 +105,7 @@ def _click(qtbot: Any, w: MainWindow, button: int, **query: float) -> None:
 
 def _pixel(w: MainWindow, t: float) -> QPointF:
     """Where time t is, halfway up the bandwidth chart, in its viewport's pixels."""
-    plot = w.details.bandwidth_plot
+    plot = w.details.charts.bandwidth_plot
     vb = plot.getPlotItem().getViewBox()
     y = sum(vb.viewRange()[1]) / 2
     return QPointF(plot.mapFromScene(vb.mapViewToScene(QPointF(t, y))))
@@ -119,19 +119,19 @@ def test_the_24h_range_shows_the_restored_day_and_its_short_peak(qtbot: Any, win
     assert data.until - data.since == pytest.approx(DAY)
     x0, x1 = d.view_range()
     assert x1 - x0 == pytest.approx(DAY)
-    xs, _ = d.curves()["rx"].getData()
+    xs, _ = d.charts.curves()["rx"].getData()
     # the restored day is there from its first hour (not only the agent's own minutes)
     assert xs[0] < restored["now"] - DAY + 3600 and len(xs) > 1000
     # coarse rows: the band's top keeps the 3 s peak that the mean smooths away
-    assert data.coarse and d.rate_edges()["rx_max"].isVisible()
-    edge_x, edge_y = d.rate_edges()["rx_max"].getData()
+    assert data.coarse and d.charts.rate_edges()["rx_max"].isVisible()
+    edge_x, edge_y = d.charts.rate_edges()["rx_max"].getData()
     i = int(np.nanargmax(edge_y))
     assert edge_y[i] == pytest.approx(PEAK_RX)
     assert abs(edge_x[i] - restored["peak"]) < 2 * data.step_s
-    assert d.curves()["rx"].getData()[1][i] < PEAK_RX * 0.9  # the mean alone would hide it
-    assert np.nanmax(d.curves()["rtt_max"].getData()[1]) == pytest.approx(PEAK_RTT * 1.1)
+    assert d.charts.curves()["rx"].getData()[1][i] < PEAK_RX * 0.9  # the mean alone would hide it
+    assert np.nanmax(d.charts.curves()["rtt_max"].getData()[1]) == pytest.approx(PEAK_RTT * 1.1)
     # and the y axis makes room for it
-    assert d.bandwidth_plot.getPlotItem().getViewBox().viewRange()[1][1] >= PEAK_RX
+    assert d.charts.bandwidth_plot.getPlotItem().getViewBox().viewRange()[1][1] >= PEAK_RX
 
 
 def test_range_buttons_change_the_fetched_span(qtbot: Any, window: Any) -> None:
@@ -154,7 +154,7 @@ def test_zoom_with_the_wheel_fetches_finer_rows(qtbot: Any, window: Any,
     _click(qtbot, window, 86400, seconds=86400)
     coarse_step = d.loaded().step_s
     assert coarse_step is not None and coarse_step >= 40
-    plot = d.bandwidth_plot
+    plot = d.charts.bandwidth_plot
     at = _pixel(window, restored["peak"])
     wheel = QWheelEvent(at, plot.viewport().mapToGlobal(at), QPoint(0, 0), QPoint(0, 1200),
                         Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier,
@@ -164,7 +164,8 @@ def test_zoom_with_the_wheel_fetches_finer_rows(qtbot: Any, window: Any,
     assert x1 - x0 < DAY / 10 and x0 < restored["peak"] < x1
     assert not d.following()
     # both charts moved (linked x)
-    assert d.latency_plot.getPlotItem().getViewBox().viewRange()[0] == pytest.approx([x0, x1])
+    lat = d.charts.latency_plot.getPlotItem().getViewBox()
+    assert lat.viewRange()[0] == pytest.approx([x0, x1])
     qtbot.waitUntil(lambda: "since" in (d.loaded().query or {}), timeout=10_000)
     data = d.loaded()
     assert data.since == pytest.approx(x0 - (x1 - x0) / 2)
@@ -179,7 +180,7 @@ def test_pan_with_the_mouse_fetches_what_it_reaches(qtbot: Any, window: Any) -> 
     d = window.details
     _click(qtbot, window, 3600, seconds=3600)
     since = d.loaded().since
-    plot = d.bandwidth_plot
+    plot = d.charts.bandwidth_plot
     vp = plot.viewport()
     start = QPointF(vp.width() * 0.3, vp.height() / 2)
     buttons = Qt.MouseButton.LeftButton
@@ -197,7 +198,7 @@ def test_pan_with_the_mouse_fetches_what_it_reaches(qtbot: Any, window: Any) -> 
     qtbot.waitUntil(lambda: "since" in (d.loaded().query or {}), timeout=10_000)
     assert d.loaded().since <= x0 and d.loaded().until >= x1
     d.flush()
-    assert d.curves()["rx"].getData()[0][0] < since  # older rows are drawn
+    assert d.charts.curves()["rx"].getData()[0][0] < since  # older rows are drawn
 
 
 def test_crosshair_reads_the_values_under_the_mouse(qtbot: Any, window: Any,
@@ -206,12 +207,12 @@ def test_crosshair_reads_the_values_under_the_mouse(qtbot: Any, window: Any,
     d.show_around(restored["peak"], 600)
     qtbot.waitUntil(lambda: "since" in (d.loaded().query or {}), timeout=10_000)
     d.flush()
-    vp = d.bandwidth_plot.viewport()
+    vp = d.charts.bandwidth_plot.viewport()
     at = _pixel(window, restored["peak"] + 1)
     QApplication.sendEvent(vp, QMouseEvent(QEvent.Type.MouseMove, at, vp.mapToGlobal(at),
                                            Qt.MouseButton.NoButton, Qt.MouseButton.NoButton,
                                            Qt.KeyboardModifier.NoModifier))
-    text = d.crosshair.text()
+    text = d.charts.crosshair.text()
     stamp = time.strftime("%H:%M", time.localtime(restored["peak"]))
     assert stamp in text
     assert "max 6.0 MB/s" in text and "rx " in text and "tx " in text
@@ -222,8 +223,8 @@ def test_crosshair_reads_the_values_under_the_mouse(qtbot: Any, window: Any,
     QApplication.sendEvent(vp, QMouseEvent(QEvent.Type.MouseMove, at, vp.mapToGlobal(at),
                                            Qt.MouseButton.NoButton, Qt.MouseButton.NoButton,
                                            Qt.KeyboardModifier.NoModifier))
-    assert "rx 20.0 kB/s (max 20.0 kB/s)" in d.crosshair.text()
-    assert "saturated" not in d.crosshair.text()
+    assert "rx 20.0 kB/s (max 20.0 kB/s)" in d.charts.crosshair.text()
+    assert "saturated" not in d.charts.crosshair.text()
 
 
 def test_show_around_centres_on_t_and_fetches_it(qtbot: Any, window: Any,
@@ -237,7 +238,7 @@ def test_show_around_centres_on_t_and_fetches_it(qtbot: Any, window: Any,
     d.flush()
     assert d.loaded().since <= x0 and d.loaded().until >= x1
     assert d.view_range() == pytest.approx((x0, x1))  # the answer does not move the view
-    xs, ys = d.rate_edges()["rx_max"].getData()
+    xs, ys = d.charts.rate_edges()["rx_max"].getData()
     assert np.nanmax(ys) == pytest.approx(PEAK_RX)
     assert x0 < xs[int(np.nanargmax(ys))] < x1
     # the default span

@@ -48,19 +48,19 @@ def details(qtbot: Any, link: dict, history: dict) -> LinkDetails:
 def test_curves_have_the_history(details: LinkDetails, history: dict) -> None:
     n = len(history["t"])
     assert n == 32
-    for name, curve in details.curves().items():
+    for name, curve in details.charts.curves().items():
         xs, ys = curve.getData()
         assert len(xs) == n, name
-    xs, ys = details.curves()["rtt"].getData()
+    xs, ys = details.charts.curves()["rtt"].getData()
     assert np.allclose(xs, history["t"])
     assert np.allclose(ys, history["rtt_ms"])
-    assert np.allclose(details.curves()["tx"].getData()[1], history["tx_bytes_per_s"])
+    assert np.allclose(details.charts.curves()["tx"].getData()[1], history["tx_bytes_per_s"])
 
 
 def test_band_spans_min_to_max(details: LinkDetails, history: dict) -> None:
-    band = details.band()
+    band = details.charts.band()
     assert isinstance(band, pg.FillBetweenItem)
-    assert band.scene() is details.latency_plot.scene()
+    assert band.scene() is details.charts.latency_plot.scene()
     assert not band.path().isEmpty()
     rect = band.path().boundingRect()
     assert rect.top() == pytest.approx(min(history["rtt_min_ms"]), rel=1e-6)
@@ -69,20 +69,20 @@ def test_band_spans_min_to_max(details: LinkDetails, history: dict) -> None:
 
 def test_capacity_and_threshold_lines(details: LinkDetails, link: dict) -> None:
     cap = link["capacity_bytes_per_s"]
-    assert details.capacity_line().isVisible()
-    assert details.capacity_line().value() == pytest.approx(cap)
-    assert details.threshold_line().value() == pytest.approx(0.9 * cap)
-    assert details.capacity_line().angle == 0
-    assert "50 Mbit/s" in details.capacity_line().label.toPlainText()
+    assert details.charts.capacity_line().isVisible()
+    assert details.charts.capacity_line().value() == pytest.approx(cap)
+    assert details.charts.threshold_line().value() == pytest.approx(0.9 * cap)
+    assert details.charts.capacity_line().angle == 0
+    assert "50 Mbit/s" in details.charts.capacity_line().label.toPlainText()
     details.set_threshold(0.8)
-    assert details.threshold_line().value() == pytest.approx(0.8 * cap)
+    assert details.charts.threshold_line().value() == pytest.approx(0.8 * cap)
 
 
 def test_lines_hidden_when_capacity_unknown(details: LinkDetails, link: dict) -> None:
     details.set_link(dict(link, capacity_bytes_per_s=None, capacity_source="unknown",
                           utilization=None))
-    assert not details.capacity_line().isVisible()
-    assert not details.threshold_line().isVisible()
+    assert not details.charts.capacity_line().isVisible()
+    assert not details.charts.threshold_line().isVisible()
     assert details.numbers()["capacity"] == "unknown"
     assert details.numbers()["utilization"] == "–"
 
@@ -90,7 +90,7 @@ def test_lines_hidden_when_capacity_unknown(details: LinkDetails, link: dict) ->
 def test_range_switch_changes_visible_x_range(qtbot: Any, details: LinkDetails,
                                               history: dict) -> None:
     end = history["t"][-1]
-    vb = details.latency_plot.getPlotItem().getViewBox()
+    vb = details.charts.latency_plot.getPlotItem().getViewBox()
     assert details.range_seconds() == 60  # 31 s of history: the range that fits it
     (x0, x1), _ = vb.viewRange()
     assert x1 == pytest.approx(end) and x1 - x0 == pytest.approx(60)
@@ -102,7 +102,7 @@ def test_range_switch_changes_visible_x_range(qtbot: Any, details: LinkDetails,
                     timeout=1000)
     assert details.range_buttons()[600].isChecked()
     # the bandwidth chart follows (linked x)
-    bx0, bx1 = details.bandwidth_plot.getPlotItem().getViewBox().viewRange()[0]
+    bx0, bx1 = details.charts.bandwidth_plot.getPlotItem().getViewBox().viewRange()[0]
     assert bx1 - bx0 == pytest.approx(600)
 
     details.set_range(3600)
@@ -118,8 +118,8 @@ def test_append_adds_a_point_and_caps(qtbot: Any, details: LinkDetails, history:
     row = {c: history[c][-1] for c in history if isinstance(history[c], list)}
     row.update(t=t, rtt_ms=42.0)
     details.append(row)
-    qtbot.waitUntil(lambda: len(details.curves()["rtt"].getData()[0]) == 33, timeout=1000)
-    assert details.curves()["rtt"].getData()[1][-1] == 42.0
+    qtbot.waitUntil(lambda: len(details.charts.curves()["rtt"].getData()[0]) == 33, timeout=1000)
+    assert details.charts.curves()["rtt"].getData()[1][-1] == 42.0
     details.append(dict(row, rtt_ms=1.0))  # not newer: dropped
     details.flush()
     assert details.point_count() == 33
@@ -128,7 +128,7 @@ def test_append_adds_a_point_and_caps(qtbot: Any, details: LinkDetails, history:
         details.append(dict(row, t=t + 1 + i))
     details.flush()
     assert details.point_count() == MAX_POINTS
-    assert len(details.curves()["rx"].getData()[0]) == MAX_POINTS
+    assert len(details.charts.curves()["rx"].getData()[0]) == MAX_POINTS
 
 
 def test_redraw_is_timer_driven_and_coalesced(qtbot: Any, details: LinkDetails,
@@ -141,7 +141,7 @@ def test_redraw_is_timer_driven_and_coalesced(qtbot: Any, details: LinkDetails,
     assert details.redraw_count == before  # nothing drawn per sample
     assert details.redraw_timer().isActive()
     qtbot.waitUntil(lambda: details.point_count() == 52
-                    and len(details.curves()["rtt"].getData()[0]) == 52, timeout=1000)
+                    and len(details.charts.curves()["rtt"].getData()[0]) == 52, timeout=1000)
     qtbot.waitUntil(lambda: not details.redraw_timer().isActive(), timeout=1000)
     assert details.redraw_count == before + 1
 
@@ -174,8 +174,8 @@ def test_no_link(qtbot: Any) -> None:
     w.flush()
     assert w.numbers()["title"] == "No link selected"
     assert all(len(c.getData()[0] if c.getData()[0] is not None else []) == 0
-               for c in w.curves().values())
-    assert not w.capacity_line().isVisible()
+               for c in w.charts.curves().values())
+    assert not w.charts.capacity_line().isVisible()
 
 
 def test_gaps_stay_gaps(details: LinkDetails, history: dict) -> None:
@@ -186,15 +186,15 @@ def test_gaps_stay_gaps(details: LinkDetails, history: dict) -> None:
     h["rtt_min_ms"][6] = None
     details.set_history(h)
     details.flush()
-    ys = details.curves()["rtt"].getData()[1]
+    ys = details.charts.curves()["rtt"].getData()[1]
     assert np.isnan(ys[5])
-    assert np.isnan(details.curves()["rtt_max"].getData()[1][6])  # band gap on both sides
+    assert np.isnan(details.charts.curves()["rtt_max"].getData()[1][6])  # band gap on both sides
 
 
 def test_axis_is_real_time(details: LinkDetails) -> None:
-    for plot in (details.latency_plot, details.bandwidth_plot):
+    for plot in (details.charts.latency_plot, details.charts.bandwidth_plot):
         assert isinstance(plot.getPlotItem().getAxis("bottom"), pg.DateAxisItem)
-    assert details.curves()["rtt"].opts["pen"].color() == pg.mkColor(theme.RTT_MEDIAN)
+    assert details.charts.curves()["rtt"].opts["pen"].color() == pg.mkColor(theme.RTT_MEDIAN)
 
 
 def test_screenshot(qtbot: Any, details: LinkDetails) -> None:
@@ -230,7 +230,7 @@ def test_capacity_is_rounded_and_never_cut(qtbot: Any, details: LinkDetails,
     assert n["capacity_detail"] == "(6.68 Gbit/s) · measured"
     assert "6.6811" not in " ".join(n.values())
     assert _cut_labels(details) == []
-    assert "835 MB/s (6.68 Gbit/s)" in details.capacity_line().label.toPlainText()
+    assert "835 MB/s (6.68 Gbit/s)" in details.charts.capacity_line().label.toPlainText()
     # the narrowest the window lets the details be
     details.resize(details.minimumSizeHint().width(), 520)
     qtbot.wait(20)
@@ -281,7 +281,7 @@ def test_initial_range_fits_the_history(details: LinkDetails, history: dict,
 
 
 def test_a_new_links_minute_fills_the_chart(details: LinkDetails, history: dict) -> None:
-    (x0, x1), _ = details.latency_plot.getPlotItem().getViewBox().viewRange()
+    (x0, x1), _ = details.charts.latency_plot.getPlotItem().getViewBox().viewRange()
     span = history["t"][-1] - history["t"][0]
     assert span / (x1 - x0) > 0.5  # 31 s of data in a 1 min chart, not 10 min
 
@@ -295,12 +295,12 @@ def test_a_bridged_link_names_its_cable_and_whose_traffic(details: LinkDetails,
     bridged = {**link, "local_interface": "bridge0", "local_label": "Thunderbolt Bridge",
                "member_interface": "en3", "capacity_source": "kind"}
     details.set_link(bridged, "studio-1", ifaces)
-    assert details._interface.text() == \
+    assert details.numbers()["interface"] == \
         "via Thunderbolt Bridge (bridge0) via Thunderbolt 2 (en3) · 40 Gb/s of 80 Gb/s"
-    assert details._note.text().startswith("Traffic shown is all traffic of en3, the cable")
-    assert "negotiated Thunderbolt rate" in details._subs["capacity"].text()
+    assert details.numbers()["note"].startswith("Traffic shown is all traffic of en3, the cable")
+    assert "negotiated Thunderbolt rate" in details.numbers()["capacity_detail"]
     details.set_link({**bridged, "member_interface": None}, "studio-1", ifaces)
-    assert "total of bridge0" in details._note.text()
+    assert "total of bridge0" in details.numbers()["note"]
 
 
 def test_long_ranges_ask_the_agent_and_coarse_rows_draw_min_max_bands(
@@ -311,7 +311,7 @@ def test_long_ranges_ask_the_agent_and_coarse_rows_draw_min_max_bands(
     with qtbot.waitSignal(details.historyWanted, timeout=1000) as asked:
         qtbot.mouseClick(details.range_buttons()[86400], pg.QtCore.Qt.MouseButton.LeftButton)
     assert asked.args == [{"seconds": 86400.0, "points": 2000}]
-    assert not details.rate_edges()["rx_max"].isVisible()  # full-resolution rows: no band
+    assert not details.charts.rate_edges()["rx_max"].isVisible()  # full-resolution rows: no band
     end = history["t"][-1]
     n = 1440
     t = [end - 86400 + 60 * i for i in range(n)]
@@ -323,9 +323,9 @@ def test_long_ranges_ask_the_agent_and_coarse_rows_draw_min_max_bands(
     details.flush()
     assert details.range_seconds() == 86400 and details.following()
     assert details.view_range() == pytest.approx((end - 86400, end))
-    edge = details.rate_edges()["rx_max"]
+    edge = details.charts.rate_edges()["rx_max"]
     assert edge.isVisible() and max(edge.getData()[1]) == 6e6
-    assert details.bandwidth_plot.getPlotItem().getViewBox().viewRange()[1][1] >= 6e6
+    assert details.charts.bandwidth_plot.getPlotItem().getViewBox().viewRange()[1][1] >= 6e6
     # live samples do not land on minute rows; the short ranges fetch their hour again
     details.append({"t": end + 1, "rx_bytes_per_s": 1.0})
     assert details.point_count() == n
@@ -347,4 +347,4 @@ def test_show_around_asks_for_what_it_shows(qtbot: Any, details: LinkDetails,
     assert asked.args == [{"since": t - 300, "until": t + 300, "points": 2000}]
     assert not details.following()
     # the crosshair there says there is no data (yet)
-    assert details.crosshair.show_at(t).endswith("no data")
+    assert details.charts.crosshair.show_at(t).endswith("no data")

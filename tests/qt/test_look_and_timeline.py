@@ -149,7 +149,7 @@ def test_a_window_its_stopped_client_held_is_freed_at_once_not_by_the_gc_mid_pai
         assert not w.details.isHidden()
         # the collector runs inside the chart's paint, where an allocation of
         # pyqtgraph's painting may start it
-        w.details.latency_plot.scene().addItem(_CollectsWhenPainted())
+        w.details.charts.latency_plot.scene().addItem(_CollectsWhenPainted())
         client.stop()
         return weakref.ref(w)
 
@@ -159,7 +159,7 @@ def test_a_window_its_stopped_client_held_is_freed_at_once_not_by_the_gc_mid_pai
         window = shown_then_dropped()
         alive = window() is not None
         if alive:  # (before the fix) paint its chart: SIGSEGV, the window deleted under it
-            window().details.latency_plot.grab()
+            window().details.charts.latency_plot.grab()
     finally:
         gc.enable()
     assert not alive  # freed when its last reference went, not later by the collector
@@ -210,7 +210,7 @@ def test_timeline_texts_are_plain_and_unknown_types_show(window, monkeypatch):
 def _labels(w: MainWindow, tray: Tray) -> dict[str, str]:
     r = w.table.link_ids().index(SAT)
     nums = w.details.numbers()
-    axis = w.details.bandwidth_plot.getPlotItem().getAxis("left")
+    axis = w.details.charts.bandwidth_plot.getPlotItem().getAxis("left")
     return {
         "badge": w.topology.badge_text(SAT),
         "tooltip": w.topology.edge_tooltip(SAT),
@@ -218,7 +218,7 @@ def _labels(w: MainWindow, tray: Tray) -> dict[str, str]:
         "table capacity": w.table.proxy.index(r, COLUMNS.index("Capacity")).data(),
         "details tx": nums["tx_bytes_per_s"],
         "details utilization": nums["utilization_detail"],
-        "capacity line": w.details.capacity_line().label.format,
+        "capacity line": w.details.charts.capacity_line().label.format,
         "axis": axis.labelString(),
         "menu": next(t for t in tray.menu_texts() if t.startswith("studio-2")),
     }
@@ -277,7 +277,7 @@ def test_units_chosen_in_preferences_are_saved_and_applied(qtbot, tmp_path, monk
         assert sig.args[0]["units"] == "bits", sig.args
         assert fmt.units() == "bits"
         assert tomllib.loads(cfg.read_text())["units"] == "bits"
-        axis = app.window.details.bandwidth_plot.getPlotItem().getAxis("left")
+        axis = app.window.details.charts.bandwidth_plot.getPlotItem().getAxis("left")
         assert "bit/s" in axis.labelString()
     finally:
         if app is not None:
@@ -297,7 +297,7 @@ def _rendered(w: MainWindow) -> dict[str, QColor]:
     QApplication.processEvents()  # Qt hands a new application palette to widgets so
     w.details.flush()
     topo = w.topology.grab().toImage()
-    details = w.details.latency_plot.grab().toImage()
+    details = w.details.charts.latency_plot.grab().toImage()
     table = w.table.viewport().grab().toImage()
     cell = w.table.visualRect(w.table.proxy.index(0, 0))  # row 0: not an alternate row
     pal = w.summary.palette()
@@ -338,7 +338,7 @@ def test_light_and_dark_windows_render_with_contrast(qtbot, window):
     badge = window.topology.badge_item(SAT)
     assert badge.color == QColor(theme.DARK["TEXT"])
     assert window.topology.selection_halo().opts["pen"].color() == QColor(theme.DARK["SELECTION"])
-    assert window.details.curves()["rx"].opts["pen"].color() == QColor(theme.DARK["RX"])
+    assert window.details.charts.curves()["rx"].opts["pen"].color() == QColor(theme.DARK["RX"])
     lk.set_scheme("light")
     assert _rendered(window)["topology"].name() == theme.LIGHT["BACKGROUND"]
 

@@ -74,15 +74,15 @@ def test_link_chart_draws_the_baseline_and_the_numbers_name_the_queue(qtbot, que
     hist = _history()
     w.set_history(hist)
     w.flush()
-    xs, ys = w.curves()["rtt_baseline"].getData()
+    xs, ys = w.charts.curves()["rtt_baseline"].getData()
     assert np.allclose(xs, hist["t"]) and np.allclose(ys, 0.06)
-    assert "idle baseline" in w.latency_plot.getPlotItem().titleLabel.text
+    assert "idle baseline" in w.charts.latency_plot.getPlotItem().titleLabel.text
     nums = w.numbers()
     assert nums["rtt_baseline_ms"] == "0.06 ms" and nums["queue_delay_ms"] == "+170 ms"
     # Drawn: the baseline's colour is on screen, along the bottom of the latency chart.
     # (Zoom to the idle minute's scale so the 0.06 ms line stands off the axis.)
-    w.latency_plot.getPlotItem().setYRange(0, 0.12, padding=0)
-    img = w.latency_plot.grab().toImage()
+    w.charts.latency_plot.getPlotItem().setYRange(0, 0.12, padding=0)
+    img = w.charts.latency_plot.grab().toImage()
     want = QColor(theme.RTT_BASELINE)
     hits = sum(1 for x in range(0, img.width(), 2) for y in range(0, img.height(), 2)
                if _near(img.pixelColor(x, y), want))
@@ -91,7 +91,7 @@ def test_link_chart_draws_the_baseline_and_the_numbers_name_the_queue(qtbot, que
     w.append({**{k: v[-1] for k, v in hist.items() if isinstance(v, list)},
               "t": hist["t"][-1] + 1, "rtt_baseline_ms": 0.05})
     w.flush()
-    assert w.curves()["rtt_baseline"].getData()[1][-1] == 0.05
+    assert w.charts.curves()["rtt_baseline"].getData()[1][-1] == 0.05
     # Unknown stays unknown.
     w.set_link({**link, "queue_delay_ms": None, "rtt_baseline_ms": None})
     assert w.numbers()["queue_delay_ms"] == "–" and w.numbers()["rtt_baseline_ms"] == "–"

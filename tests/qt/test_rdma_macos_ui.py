@@ -80,14 +80,14 @@ def test_jaccl_link_on_a_mac_says_rdma_enabled_port_active_and_not_counted(qtbot
     view = LinkDetails()
     qtbot.addWidget(view)
     view.set_link(lk, "studio-1", linkwords.node_interfaces(cluster["nodes"][0]))
-    sub = view._subs["tx_bytes_per_s"]
+    sub = view.panel._subs["tx_bytes_per_s"]
     assert not sub.isHidden()
     assert sub.text() == "IP only: RDMA not counted · RDMA enabled · rdma_en3 PORT_ACTIVE"
-    assert "rx / tx are IP traffic only" in view._note.text()
+    assert "rx / tx are IP traffic only" in view.numbers()["note"]
     # its utilization is unknown (the IP part alone is shown as such), not "idle"
     assert lk["utilization"] == 0.0  # the IP part (1 kB/s of 10 GB/s), a lower bound
-    assert view._values["utilization"].text() == "unknown"
-    assert view._subs["utilization"].text().startswith("IP alone: 0 %, ")
+    assert view.numbers()["utilization"] == "unknown"
+    assert view.numbers()["utilization_detail"].startswith("IP alone: 0 %, ")
 
     table = LinkTable()
     qtbot.addWidget(table)
@@ -120,7 +120,7 @@ def test_rdma_disabled_and_a_port_down_on_a_recorded_mac(qtbot, tmp_path):
     view = LinkDetails()
     qtbot.addWidget(view)
     view.set_link(lk, "studio-1", {})
-    assert view._subs["tx_bytes_per_s"].text() == (
+    assert view.panel._subs["tx_bytes_per_s"].text() == (
         "IP only: RDMA not counted · RDMA disabled (rdma_ctl) · rdma_en3 not listed by "
         "ibv_devinfo")
     # without rdma_ctl (macOS before 26.2) exo's own nodeRdmaCtl is the word

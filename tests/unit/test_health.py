@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from exotray.cli import diagnostics
 from exotray.core.health import LOCAL_NETWORK_DENIED, local_network_denied
+from exotray.core.status import diagnostics
 from exotray.ui.summary import node_warnings
 
 

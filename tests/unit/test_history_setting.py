@@ -11,7 +11,7 @@ import pytest
 
 from exotray.agent.store import HistoryStore
 from exotray.agent.throttle import Throttled
-from exotray.cli import build_parser, settings_from_args
+from exotray.cli_args import build_parser, settings_from_args
 from exotray.core.settings import Settings, SettingsError, from_mapping
 
 

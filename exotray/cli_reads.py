@@ -1,0 +1,195 @@
+"""The commands that ask the local agent over its HTTP API: `exotray status`,
+`interfaces`, `export`, `measure` and `prometheus-sd` (cli.py dispatches to them)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from exotray.core import paths
+from exotray.core.status import status_lines
+
+
+def _show(args: argparse.Namespace, path: str, lines) -> int:
+    """GET `path` from the local agent: as JSON with --json, else as `lines` renders it.
+    A reader that stops early (`| head`) ends the output quietly, not with a traceback."""
+    answer = _get(args, path)
+    try:
+        if args.json:
+            json.dump(answer, sys.stdout, indent=2)
+            print()
+        else:
+            print("\n".join(lines(answer)))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    return _show(args, "/v1/cluster", status_lines)
+
+
+def cmd_interfaces(args: argparse.Namespace) -> int:
+    from exotray.core.status import interface_lines
+
+    return _show(args, "/v1/interfaces", interface_lines)
+
+
+def _get(args: argparse.Namespace, path: str, **params: object) -> dict:
+    """GET from the local agent, or exit with a clear message."""
+    import httpx
+
+    url = f"http://{args.host}:{args.port}{path}"
+    try:
+        r = httpx.get(url, params=params, timeout=5.0, trust_env=False)
+    except httpx.HTTPError as e:
+        raise SystemExit(f"exotray {args.command}: no exotray agent answered at {args.host}:"
+                         f"{args.port} ({e}).\nStart one with `exotray agent` (or the tray "
+                         "app), or give --port.") from None
+    if r.status_code != 200:
+        try:
+            detail = r.json().get("error", r.text)
+        except ValueError:
+            detail = r.text
+        raise SystemExit(f"exotray: {path}: {detail}")
+    return r.json()
+
+
+def _find_link(cluster: dict, wanted: str) -> dict:
+    """A link of this node by id, peer name or peer address."""
+    links = cluster["nodes"][0]["links"]
+    hits = [lk for lk in links if wanted in (lk["id"], lk.get("peer_name"),
+                                             lk["peer_address"])]
+    if len(hits) == 1:
+        return hits[0]
+    choices = ", ".join(f"{lk['id']} ({lk.get('peer_name') or lk['peer_address']} via "
+                        f"{lk.get('local_interface')})" for lk in links) or "none"
+    what = "is ambiguous" if hits else "matches no link of this node"
+    raise SystemExit(f"exotray export: {wanted!r} {what}; links: {choices}")
+
+
+#: rows an export asks the agent for at most (its /v1/history bound)
+EXPORT_POINTS = 50_000
+#: one request's stretch: its 1-minute rows (and the finer tiers' newest minutes) fit in
+#: EXPORT_POINTS, so a retention over ~34 days comes in several answers, never averaged
+EXPORT_WINDOW_S = (EXPORT_POINTS - 1000) * 60.0
+
+
+def _export_history(args: argparse.Namespace, link_id: str, seconds: float) -> dict:
+    """The link's history of the last `seconds`, every row of its tier: one answer per
+    EXPORT_WINDOW_S, newest first (the agent's clock ends the newest), joined oldest
+    first."""
+    newest = _get(args, "/v1/history", link=link_id, seconds=min(seconds, EXPORT_WINDOW_S),
+                  points=EXPORT_POINTS)
+    parts, start, end = [newest], newest["until"] - seconds, newest["since"]
+    while end > start:
+        since = max(start, end - EXPORT_WINDOW_S)
+        part = _get(args, "/v1/history", link=link_id, since=since, until=end - 0.001,
+                    points=EXPORT_POINTS)
+        if part["t"]:
+            parts.append(part)
+        end = since
+    hist = dict(newest, since=newest["until"] - seconds)
+    for key, values in newest.items():
+        if isinstance(values, list):
+            hist[key] = [v for part in reversed(parts) for v in part.get(key, [])]
+    return hist
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from exotray.core import export
+
+    try:
+        seconds = export.parse_since(args.since)
+    except ValueError as e:
+        print(f"exotray export: {e}", file=sys.stderr)
+        return 2
+    link = _find_link(_get(args, "/v1/cluster"), args.link)
+    # Every row of the range's tier (e.g. 30 days at 1 min: 43200), in as few answers
+    # as fit the agent's bound.
+    hist = _export_history(args, link["id"], seconds)
+    fmt_ = args.format or ("json" if args.output and args.output.endswith(".json") else "csv")
+    text = export.to_json(hist, link) if fmt_ == "json" else export.to_csv(hist)
+    if args.output and args.output != "-":
+        try:
+            Path(args.output).write_text(text)
+        except OSError as e:
+            print(f"exotray export: cannot write {args.output}: {e.strerror or e}",
+                  file=sys.stderr)
+            return 1
+        print(f"wrote {len(hist['t'])} rows of {link.get('peer_name') or link['peer_address']}"
+              f" via {link.get('local_interface')} to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_measure(args: argparse.Namespace) -> int:
+    import httpx
+
+    _get(args, "/v1/snapshot")  # an agent answers (or exit saying so) before "measuring…"
+    state = Path(args.state_dir) if args.state_dir else paths.state_dir()
+    token = paths.read_token(state)
+    if token is None:
+        print(f"exotray measure: no control token in {state} (is the agent running as this "
+              "user? give --state-dir)", file=sys.stderr)
+        return 1
+    body = {"peer": args.peer, "seconds": args.seconds, "streams": args.streams}
+    if args.interface:
+        body["interface"] = args.interface
+    print(f"measuring the link to {args.peer} for about {2 * args.seconds:g} s…",
+          file=sys.stderr)
+    try:
+        r = httpx.post(f"http://{args.host}:{args.port}/v1/control/measure", json=body,
+                       headers={"authorization": f"Bearer {token}"},
+                       timeout=2 * args.seconds + 30, trust_env=False)
+    except httpx.HTTPError as e:
+        print(f"exotray measure: no exotray agent answered at {args.host}:{args.port} ({e})",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # the agent sees the connection close and stops the test
+        print("exotray measure: interrupted; the test is cancelled", file=sys.stderr)
+        return 130
+    data = r.json()
+    if r.status_code != 200:
+        print(f"exotray measure: {data.get('error', r.text)}", file=sys.stderr)
+        return 1
+    print(f"{data.get('peer_name') or data['peer']} via {data['interface']}: "
+          f"{data['up_mbit_s']} Mbit/s up, {data['down_mbit_s']} Mbit/s down "
+          f"({data['streams']} streams, {data['seconds']:g} s each way); now the capacity "
+          f"of {data['interface']}")
+    return 0
+
+
+def cmd_prometheus_sd(args: argparse.Namespace) -> int:
+    import time
+
+    from exotray.core.sd import file_sd
+
+    while True:
+        groups = file_sd(_get(args, "/v1/cluster"), args.port)
+        text = json.dumps(groups, indent=1) + "\n"
+        if args.output in (None, "-"):
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            out = Path(args.output)
+            tmp = out.with_name(out.name + ".tmp")
+            try:
+                tmp.write_text(text)
+                tmp.replace(out)  # Prometheus never reads a half-written file
+            except OSError as e:
+                tmp.unlink(missing_ok=True)
+                print(f"exotray prometheus-sd: cannot write {out}: {e.strerror or e}",
+                      file=sys.stderr)
+                return 1
+        if args.once:
+            return 0
+        try:
+            time.sleep(args.refresh)
+        except KeyboardInterrupt:
+            return 0
