@@ -27,6 +27,8 @@ link's state and the numbers given; no clock of their own.
 
 from __future__ import annotations
 
+from collections import deque
+
 from exotray.agent.links import Link
 from exotray.core.queueing import QueueParams, QueueReading
 from exotray.core.stats import Rate
@@ -40,6 +42,9 @@ _CARRYING = QueueParams().carrying_bytes_per_s
 UTILIZATION_FRACTION = 0.25
 
 
+#: updates (full ticks: intervals) OwnTraffic.peak looks back over: one more than the
+#: stream's heartbeat (stream_numbers.HEARTBEAT), so a frame's burst is always in it
+PEAK_INTERVALS = 6
 #: bytes on the wire per probe datagram (40 B + UDP/IPv4 + Ethernet), and per stream
 #: frame beyond its bytes (TCP/IPv4/Ethernet headers of the frame and of its ACK)
 DATAGRAM_BYTES = 82
@@ -56,6 +61,14 @@ class OwnTraffic:
     def __init__(self) -> None:
         self.bytes_per_s = 0.0
         self._last: tuple[float, float] | None = None
+        self._recent: deque[float] = deque(maxlen=PEAK_INTERVALS)
+
+    @property
+    def peak(self) -> float:
+        """The most of the last PEAK_INTERVALS updates (intervals): what the stream's
+        tempo takes as this agent's own share of a rate's moves (a frame to many
+        followers is a burst in one interval, gone in the next)."""
+        return max(self._recent, default=self.bytes_per_s)
 
     @staticmethod
     def total(probe: dict[str, int], sharing: dict[str, int]) -> float:
@@ -71,6 +84,7 @@ class OwnTraffic:
         total = self.total(probe, sharing)
         if self._last is not None and now > self._last[0]:
             self.bytes_per_s = max(0.0, (total - self._last[1]) / (now - self._last[0]))
+            self._recent.append(self.bytes_per_s)
         self._last = (now, total)
 
 

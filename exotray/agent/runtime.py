@@ -113,7 +113,8 @@ class Agent:
         share = dict(node_id=self.node_id, key=lambda: self.key,
                      interval=lambda: self.interval, clock=clock, throttled=self._throttled)
         self.sharing: Sharing = (
-            StreamSharing(self.table, self.clients, snapshot=self.snapshot, **share)
+            StreamSharing(self.table, self.clients, snapshot=self.snapshot,
+                          own=lambda: self.ticker.own.peak, **share)
             if settings.sharing == "stream" else PollSharing(self.table, self.clients, **share))
         self.exo = ExoWatch(settings.exo_url, monitor=self.monitor, clock=clock,
                             links=lambda: self.links.values(),

@@ -48,7 +48,8 @@ class StreamSharing:
     def __init__(self, table: PeerTable, clients: HttpClients, *, node_id: str,
                  key: Callable[[], bytes | None], interval: Callable[[], float],
                  clock: Callable[[], float], throttled: Throttled,
-                 snapshot: Callable[[], dict]) -> None:
+                 snapshot: Callable[[], dict], own: Callable[[], float] = lambda: 0.0,
+                 ) -> None:
         self.table, self.clients, self.node_id = table, clients, node_id
         self._key, self._interval, self.clock, self._throttled = key, interval, clock, throttled
         #: peers without /v1/stream are polled by this one, sharing our counters
@@ -60,7 +61,7 @@ class StreamSharing:
             "stream_deltas_waiting", "stream_subscribers", "stream_subscribers_dropped",
             "stream_reconnects")})
         self.rejections = self._poll.rejections
-        self.producer = Producer(snapshot, key, clock, self.counters)
+        self.producer = Producer(snapshot, key, clock, self.counters, own)
         self._following: dict[str, asyncio.Task] = {}
         #: peer key -> "stream" | "poll", what each peer speaks to us
         self.protocol: dict[str, str] = {}

@@ -77,17 +77,24 @@ SPREAD = frozenset({"rtt_min_ms", "rtt_max_ms", "rtt_p90_ms", "jitter_ms",
 #: is at rest) that is also 10 % of the rate
 PROMPT_RATE_B = 125_000.0
 PROMPT_RATE_REL = 0.10
-#: an RTT or queueing delay's move is prompt from two display steps and a quarter
+#: an RTT or queueing delay's move is prompt from two display steps, 0.1 ms (a tenth of
+#: the queueing delay that raises saturation: a LAN's tens of µs of noise are not news)
+#: and a quarter
+PROMPT_MS_ABS = 0.1
 PROMPT_MS_REL = 0.25
 #: a utilization's move is prompt from 1 % of the capacity (two display steps)
 PROMPT_UTIL = 0.01
 
 
-def prompt(field: str, new: Any, last: Any) -> bool:
+def prompt(field: str, new: Any, last: Any, own: float = 0.0,
+           capacity: Any = None) -> bool:
     """Whether `field` moving from `last` (sent) to `new` (held) must go out at once:
     anything that is not a number (a state, a name, a list), a number becoming known or
     unknown, a capacity, a loss that rose, and moves of the others beyond the bounds
-    above; a window's spread never."""
+    above; a window's spread never. `own`: the most bytes a second this agent itself
+    moved lately (pacing.OwnTraffic.peak): a rate or utilization must move by more than
+    that too, or a hub's own frames to its followers, a burst each time it sends, would
+    be news that makes it send again."""
     if new == last:
         return False
     if not (_number(new) and _number(last)):
@@ -96,17 +103,18 @@ def prompt(field: str, new: Any, last: Any) -> bool:
         return False
     d, big = abs(new - last), max(abs(new), abs(last))
     if field in ("rx_bytes_per_s", "tx_bytes_per_s"):
-        return d >= PROMPT_RATE_B and d >= PROMPT_RATE_REL * big
+        return d >= PROMPT_RATE_B + own and d >= PROMPT_RATE_REL * big
     if field in _MS:
-        return d >= 2 * (step(field, new, last) or 0.0) and d >= PROMPT_MS_REL * big
+        return (d >= max(2 * (step(field, new, last) or 0.0), PROMPT_MS_ABS)
+                and d >= PROMPT_MS_REL * big)
     if field == "utilization":
-        return d >= PROMPT_UTIL - 1e-9
+        return d >= PROMPT_UTIL - 1e-9 and not (_number(capacity) and d * capacity < own)
     if field == "loss":
         return new > last  # a probe lost is news; an old loss leaving the window is not
     return True
 
 
-def prompt_records(part: dict | None, old: dict[str, dict]) -> bool:
+def prompt_records(part: dict | None, old: dict[str, dict], own: float = 0.0) -> bool:
     """Whether a delta's part (add / set / del of links or interfaces, stream_wire's
     `_records`) holds a prompt change: a record added or removed, or a field whose move
     is prompt against `old` (the records as last sent)."""
@@ -114,5 +122,5 @@ def prompt_records(part: dict | None, old: dict[str, dict]) -> bool:
         return False
     if part.get("add") or part.get("del"):
         return True
-    return any(prompt(f, v, old[k].get(f)) for k, fields in part.get("set", {}).items()
-               for f, v in fields.items())
+    return any(prompt(f, v, old[k].get(f), own, old[k].get("capacity_bytes_per_s"))
+               for k, fields in part.get("set", {}).items() for f, v in fields.items())

@@ -40,8 +40,10 @@ class Producer:
     """This node's stream: the state subscribers mirror, its sequence, its subscribers."""
 
     def __init__(self, snapshot: Callable[[], dict], key: Callable[[], bytes | None],
-                 clock: Callable[[], float], counters: dict[str, int]) -> None:
+                 clock: Callable[[], float], counters: dict[str, int],
+                 own: Callable[[], float] = lambda: 0.0) -> None:
         self._snapshot = snapshot
+        self._own = own  # this agent's own traffic lately, bytes/s (pacing.OwnTraffic.peak)
         self._key = key
         self.clock = clock
         self.counters = counters
@@ -97,7 +99,7 @@ class Producer:
         old = self.state or new
         d = W.delta(old, new, age)
         self.quiet += 1
-        if self.quiet < W.HEARTBEAT and not W.prompt(old, d):
+        if self.quiet < W.HEARTBEAT and not W.prompt(old, d, self._own()):
             self.counters["stream_deltas_waiting"] += 1
             return
         body = W.encode(d)

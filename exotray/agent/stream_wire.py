@@ -143,11 +143,12 @@ def delta(old: State, new: State, age: float) -> dict:
     return out
 
 
-def prompt(old: State, d: dict) -> bool:
+def prompt(old: State, d: dict, own: float = 0.0) -> bool:
     """Whether delta `d` (from `old`, the state last sent) holds a change that goes out
-    at once; else it waits for the heartbeat (stream_numbers: the tempo)."""
-    return bool(d.get("top")) or N.prompt_records(d.get("links"), old[1]) \
-        or N.prompt_records(d.get("interfaces"), old[2])
+    at once; else it waits for the heartbeat (stream_numbers: the tempo; `own`, this
+    agent's own traffic lately, bytes/s)."""
+    return bool(d.get("top")) or N.prompt_records(d.get("links"), old[1], own) \
+        or N.prompt_records(d.get("interfaces"), old[2], own)
 
 
 # -- frames and signatures ---------------------------------------------------------------

@@ -193,3 +193,17 @@ def test_the_per_interface_check_uses_the_same_bounds():
     assert pacing.iface_may_be_busy(Rate(30_000, 0, 1.0), 100_000.0, 0.0, 0.9)  # 30 %
     assert not pacing.iface_may_be_busy(Rate(10_000, 0, 1.0), 100_000.0, 0.0, 0.9)
     assert not pacing.iface_may_be_busy(None, 100_000.0, 0.0, 0.9)
+
+
+def test_own_traffic_peak_holds_the_largest_of_the_last_intervals():
+    own = pacing.OwnTraffic()
+    sent, peaks = 0, []
+    for t in range(11):
+        if t == 3:
+            sent += 100_000  # a frame to many followers: a burst in one interval
+        own.update(float(t), {}, {"stream_bytes_out": sent})
+        peaks.append(own.peak)
+    burst = 100_000 * pacing.SEGMENT_FACTOR
+    assert own.bytes_per_s == 0.0
+    # held for PEAK_INTERVALS updates, from the one that counted it, then gone
+    assert peaks == [0.0] * 3 + [pytest.approx(burst)] * pacing.PEAK_INTERVALS + [0.0] * 2

@@ -23,7 +23,8 @@ from exotray.agent.stream_serve import Producer, StreamEndpoint
     ("rtt_ms", None, 0.05, True),  # known -> unknown
     ("rtt_ms", 0.05, None, True),  # and back
     ("rtt_ms", 0.06, 0.05, False),  # one step: noise
-    ("rtt_ms", 0.07, 0.05, True),  # two steps and 29 %
+    ("rtt_ms", 0.08, 0.05, False),  # three steps and 38 %, but a LAN's µs: under 0.1 ms
+    ("rtt_ms", 0.3, 0.15, True),  # 0.15 ms and half
     ("rtt_ms", 5.2, 5.0, False),  # two steps of 0.1 ms, but 4 %
     ("rtt_ms", 7.0, 5.0, True),  # queueing behind traffic
     ("queue_delay_ms", 3.0, 0.1, True),
@@ -48,6 +49,19 @@ from exotray.agent.stream_serve import Producer, StreamEndpoint
 ])
 def test_which_moves_go_at_once(field, new, last, prompt):
     assert N.prompt(field, new, last) is prompt
+
+
+@pytest.mark.parametrize(("field", "new", "last", "capacity", "prompt"), [
+    ("rx_bytes_per_s", 400_000.0, 10_000.0, None, False),  # our own frames' burst
+    ("rx_bytes_per_s", 900_000.0, 10_000.0, None, True),  # beyond it: traffic
+    ("utilization", 0.03, 0.0, 12.5e6, False),  # 375 kB/s of 100 Mbit/s: ours
+    ("utilization", 0.1, 0.0, 12.5e6, True),
+    ("utilization", 0.02, 0.0, None, True),  # capacity unknown to the record: 1 %
+])
+def test_what_this_agent_sends_itself_is_not_news(field, new, last, capacity, prompt):
+    """A hub sending a frame to 64 followers moves its own interface's rate by the
+    frames' bytes in that interval: with `own` (its recent peak) that is not prompt."""
+    assert N.prompt(field, new, last, own=500_000.0, capacity=capacity) is prompt
 
 
 class _Node:
