@@ -107,6 +107,8 @@ class Ticker:
     def share(self, full: bool = True) -> None:
         sharing = self.sharing()
         sharing.produce()  # what we serve, paused or not (a pause is not an outage)
+        if self.prober.socket is not None:  # our own traffic, this frame's burst included
+            self.own.update(self.clock(), self.prober.socket.counters, sharing.counters)
         if not self.paused():
             sharing.tick()
         self.table.prune(self.clock())
@@ -128,8 +130,6 @@ class Ticker:
         if fresh:
             self._nics_at, self._names = now, set(counters)
         addresses_changed = self.update_ifaces(nics, now) if full else False
-        if full and self.prober.socket is not None:
-            self.own.update(now, self.prober.socket.counters, self.sharing().counters)
         self.monitor.update_rates(now, counters, nics)
         links = self.table.links.values()
         # between full ticks, nothing to judge unless some interface may be busy
@@ -169,7 +169,7 @@ class Ticker:
             return True
         threshold = min((lk.detector.params.threshold for lk in links), default=1.0)
         return any(pacing.iface_may_be_busy(st.rate, st.capacity.bytes_per_s,
-                                            self.own.bytes_per_s, threshold)
+                                            self.own.peak, threshold)
                    for st in self.monitor.ifaces.values() if st.vanished_at is None)
 
     def judge(self, link: Link, t: float, full: bool = True, now: float | None = None,
@@ -180,7 +180,7 @@ class Ticker:
         if rate is None or self.paused():
             return
         now = self.clock() if now is None else now
-        own = self.own.bytes_per_s
+        own = self.own.peak  # a frame's burst to the followers is not traffic to judge
         if not full and link.busy_until <= now and not pacing.may_be_busy(link, rate, util, own):
             return
         change = linkstats.detect(link, now, rate, util)
