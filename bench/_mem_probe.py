@@ -12,6 +12,8 @@ agent has imported and settled: its traced total is what was allocated since the
 still held, listed by traceback (tracing from the start costs a snapshot of every import's
 allocations: ~17 s of CPU and +60 MiB each time on this machine). XT_MEM_TRIM=1 calls
 malloc_trim(0) after each line (so the next line shows what trimming gives back).
+XT_MEM_RING_S=S makes the agent's history rings hold S seconds instead of an hour
+(`core.history.ring_size`'s span), so that "after the rings fill" comes within a short run.
 """
 
 from __future__ import annotations
@@ -160,6 +162,11 @@ def run() -> None:
             if TRIM:
                 libc.malloc_trim(0)
 
+
+if os.environ.get("XT_MEM_RING_S"):
+    from exotray.core import history
+
+    history.ring_size.__defaults__ = (float(os.environ["XT_MEM_RING_S"]),)
 
 threading.Thread(target=run, name="xt-mem-probe", daemon=True).start()
 
