@@ -53,7 +53,10 @@ class AgentProc:
 
     def __init__(self, tmp: Path, name: str, port: int, peers: list[int | str], *extra: str,
                  netns: str | None = None, bind: str = "127.0.0.1", host: str | None = None,
-                 mdns: bool = False) -> None:
+                 mdns: bool = False, runner: str | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        """`runner`: a script run instead of `-m exotray` that runs exotray's CLI (bench
+        wrappers such as bench/_mem_probe.py); `env`: variables added for this agent."""
         self.name = name
         self.port = port
         self.host = host or bind
@@ -61,7 +64,7 @@ class AgentProc:
         self.log_path = tmp / f"{name}.log"
         self.events_path = tmp / f"{name}.events"
         args = [
-            sys.executable, "-m", "exotray", "agent",
+            sys.executable, *([runner] if runner else ["-m", "exotray"]), "agent",
             "--name", name, "--bind", bind, "--port", str(port),
             *([] if mdns else ["--no-mdns"]),
             "--state-dir", str(self.state), "--events", str(self.events_path),
@@ -72,7 +75,7 @@ class AgentProc:
             args = ["ip", "netns", "exec", netns, *args]
         self._log = open(self.log_path, "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
 
     @property
     def url(self) -> str:

@@ -29,19 +29,29 @@ TEXT_COLUMNS = frozenset({"state"})
 _NAN = float("nan")
 
 
+#: rows per storage block of a ring column (512 doubles: one 4 KiB page)
+BLOCK_ROWS = 512
+
+
 class Ring:
     """Rows of equal width with a time column, oldest first, capped at `maxlen`.
 
     Stored as typed columns, not rows of Python objects: numbers in array('d') (None as
     NaN), text columns as one byte per row indexing a small table of the strings seen.
-    An hour of a link at 1 s is 3601 x 57 bytes (~200 KiB) instead of ~1 MiB of tuples.
-    The arrays grow to `maxlen` rows, then wrap around.
+    An hour of a link at 1 s is 3601 x 73 bytes (~260 KiB) instead of ~1 MiB of tuples.
+
+    Each column is a list of fixed-size blocks of `block` rows, each allocated once at its
+    full size when the ring reaches it, then written in place; once `maxlen` rows are held
+    the ring wraps around. Not one array per column grown by append: growing ~70 arrays in
+    step (a link's 10 columns) reallocates each of them ~60 times in the hour, and the
+    holes they leave behind are each too small for the next, larger copy — in the lab soak
+    glibc's free space grew as fast as the rings themselves (docs/benchmarks.md).
 
     Times must not go backwards: a row older than the newest one is dropped (the agent
     keys rows by a monotonic-derived wall time, so this only guards against misuse).
     """
 
-    def __init__(self, columns: Sequence[str], maxlen: int) -> None:
+    def __init__(self, columns: Sequence[str], maxlen: int, block: int = BLOCK_ROWS) -> None:
         if columns[0] != "t":
             raise ValueError("first column must be 't'")
         self.columns = tuple(columns)
@@ -49,11 +59,13 @@ class Ring:
         self._codes: list[dict[str, int]] = [{} for _ in self.columns]
         self._names: list[list[str | None]] = [[None] for _ in self.columns]  # code 0: None
         self._maxlen = max(1, maxlen)
-        self._cols: list[array] = [array("B" if txt else "d") for txt in self._text]
-        self._head = 0  # index of the oldest row once the arrays are full
+        self._block = max(1, block)
+        self._blocks: list[list[array]] = [[] for _ in self.columns]
+        self._n = 0
+        self._head = 0  # index of the oldest row once the ring is full
 
     def __len__(self) -> int:
-        return len(self._cols[0])
+        return self._n
 
     def _encode(self, i: int, value: object) -> float | int:
         if self._text[i]:
@@ -68,53 +80,83 @@ class Ring:
             return code
         return _NAN if value is None else float(value)  # type: ignore[arg-type]
 
+    def _new_block(self, i: int, rows: int) -> array:
+        return array("B" if self._text[i] else "d", (0,)) * rows  # one allocation, no copy
+
     def append(self, row: Iterable) -> bool:
         row = tuple(row)
         if len(row) != len(self.columns):
             raise ValueError(f"row has {len(row)} values, expected {len(self.columns)}")
-        n = len(self)
+        n = self._n
         if n and row[0] < self._newest_t():
             return False
         values = [self._encode(i, v) for i, v in enumerate(row)]
         if n < self._maxlen:
-            for col, v in zip(self._cols, values, strict=True):
-                col.append(v)
+            k, j = divmod(n, self._block)
+            if j == 0:
+                rows = min(self._block, self._maxlen - n)
+                for i, blocks in enumerate(self._blocks):
+                    blocks.append(self._new_block(i, rows))
+            self._n = n + 1
         else:
-            for col, v in zip(self._cols, values, strict=True):
-                col[self._head] = v
+            k, j = divmod(self._head, self._block)
             self._head = (self._head + 1) % self._maxlen
+        for blocks, v in zip(self._blocks, values, strict=True):
+            blocks[k][j] = v
         return True
 
-    def _newest_t(self) -> float:
-        t = self._cols[0]
-        return t[(self._head - 1) % len(t)] if len(t) == self._maxlen else t[-1]
+    def _at(self, i: int, index: int) -> float | int:
+        k, j = divmod(index, self._block)
+        return self._blocks[i][k][j]
 
-    def _ordered(self, col: array) -> array:
+    def _newest_index(self) -> int:
+        return (self._head - 1) % self._n if self._n == self._maxlen else self._n - 1
+
+    def _newest_t(self) -> float:
+        return self._at(0, self._newest_index())  # type: ignore[return-value]
+
+    def _ordered(self, i: int) -> array:
+        """Column i's rows, oldest first, as one array (a copy, for reads)."""
+        col = array(self._blocks[i][0].typecode) if self._blocks[i] else array("d")
+        for b in self._blocks[i]:
+            col.extend(b)
+        del col[self._n:]
         return col[self._head:] + col[: self._head] if self._head else col
 
     def last(self) -> tuple | None:
         """The newest row (None for NaN, text decoded), or None when empty."""
-        n = len(self)
-        if not n:
+        if not self._n:
             return None
-        i = (self._head - 1) % n if n == self._maxlen else n - 1
-        return tuple(self._names[j][int(c[i])] if self._text[j] else (None if c[i] != c[i]
-                     else c[i]) for j, c in enumerate(self._cols))
+        k, j = divmod(self._newest_index(), self._block)
+        return tuple(self._names[i][int(b[k][j])] if self._text[i] else (
+                     None if b[k][j] != b[k][j] else b[k][j])
+                     for i, b in enumerate(self._blocks))
 
     def resize(self, maxlen: int) -> None:
         """Keep the newest rows that fit a new capacity (the interval changed)."""
         maxlen = max(1, maxlen)
-        self._cols = [self._ordered(c)[-maxlen:] for c in self._cols]
+        cols = [self._ordered(i)[-maxlen:] for i in range(len(self.columns))]
+        self._n = len(cols[0])
         self._head = 0
         self._maxlen = maxlen
+        self._blocks = [[] for _ in self.columns]
+        for start in range(0, maxlen, self._block):
+            if start >= self._n:
+                break
+            rows = min(self._block, maxlen - start)
+            for i, blocks in enumerate(self._blocks):
+                b = self._new_block(i, rows)
+                part = cols[i][start:start + rows]
+                b[:len(part)] = part
+                blocks.append(b)
 
     def since(self, t: float) -> dict[str, list]:
         """Columns of the rows with time >= t."""
-        times = self._ordered(self._cols[0])
+        times = self._ordered(0)
         start = bisect.bisect_left(times, t)
         out: dict[str, list] = {}
         for i, c in enumerate(self.columns):
-            vals = self._ordered(self._cols[i])[start:]
+            vals = self._ordered(i)[start:]
             if self._text[i]:
                 names = self._names[i]
                 out[c] = [names[v] for v in vals]
@@ -124,7 +166,7 @@ class Ring:
 
     def nbytes(self) -> int:
         """Bytes held by the columns (for the benchmarks)."""
-        return sum(c.buffer_info()[1] * c.itemsize for c in self._cols)
+        return sum(b.buffer_info()[1] * b.itemsize for blocks in self._blocks for b in blocks)
 
 
 def ring_size(interval_s: float, span_s: float = 3600.0) -> int:

@@ -444,11 +444,11 @@ class Agents:
 
     def start(self, host: Host, *extra: str, name: str | None = None,
               mdns: bool = True, peers: list[str] | None = None,
-              port: int = 52480, all_interfaces: bool = False) -> AgentProc:
+              port: int = 52480, all_interfaces: bool = False, **kw) -> AgentProc:
         name = name or host.ns[-2:]
         mdns_args = ["--mdns-interface", host.addr] if mdns and not all_interfaces else []
         a = AgentProc(self.tmp, name, port, list(peers or []), *mdns_args, *extra,
-                      netns=host.ns, bind="0.0.0.0", host=host.addr, mdns=mdns)
+                      netns=host.ns, bind="0.0.0.0", host=host.addr, mdns=mdns, **kw)
         self.all.append(a)
         return a
 

@@ -22,17 +22,40 @@ def sample(agent) -> dict:
         "threads": len(list(Path(f"/proc/{pid}/task").iterdir())),
         "tasks": snap["counters"]["asyncio_tasks"],
         "links_up": sum(1 for lk in snap["links"] if lk["state"] != "down"),
+        "events": _lines(agent.events_path),
     }
 
 
+def _lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return 0
+
+
 def run(tmp: Path, hosts: int, seconds: float, every: float, burst_s: int = 5,
-        log=print, extra: tuple[str, ...] = ()) -> list[dict]:
-    """Samples (one row per agent per round) over `seconds` of mDNS + probes + load."""
+        log=print, extra: tuple[str, ...] = (), variants: list[dict] | None = None
+        ) -> list[dict]:
+    """Samples (one row per agent per round) over `seconds` of mDNS + probes + load.
+
+    `variants` (one per host, optional): how each agent differs — "extra" arguments,
+    "mdns": False (then it is given every other host with --peer, and the others are
+    given it), "runner" and "env" (see helpers.AgentProc)."""
+    variants = variants or [{} for _ in range(hosts)]
     rows: list[dict] = []
     with netlab.Lab(hosts) as lab:
         agents = Agents(lab, tmp)
         try:
-            procs = [agents.start(h, *extra, name=f"n{i + 1}") for i, h in enumerate(lab.hosts)]
+            quiet = [h for h, v in zip(lab.hosts, variants, strict=True) if v.get("mdns") is False]
+            procs = []
+            for i, (h, v) in enumerate(zip(lab.hosts, variants, strict=True)):
+                mdns = v.get("mdns", True)
+                peers = [f"{o.addr}:52480" for o in (lab.hosts if not mdns else quiet)
+                         if o is not h]
+                procs.append(agents.start(h, *extra, *v.get("extra", ()), name=f"n{i + 1}",
+                                          mdns=mdns, peers=peers, runner=v.get("runner"),
+                                          env=v.get("env")))
             for a in procs:
                 a.wait_ready()
             time.sleep(5)
