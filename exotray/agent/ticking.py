@@ -90,11 +90,20 @@ class Ticker:
                  ("probe", self.probe if probe_due else self._replies_only)]
         if full:
             steps.append(("share", self.share))
+        emitted = sum(self.events.counts.values())
         for name, step in steps:
-            try:
-                step(full)
-            except Exception:  # a bug in one part must not stop the others
-                log.exception("error in the %s step", name)
+            self._run(name, step, full)
+        if not full and sum(self.events.counts.values()) != emitted:
+            # a link saturated, cleared, went down or came up between full ticks: the
+            # followers get it with a frame now, not at the next full tick
+            self._run("share", lambda _: self.sharing().produce(), full)
+
+    @staticmethod
+    def _run(name: str, step: Callable[[bool], None], full: bool) -> None:
+        try:
+            step(full)
+        except Exception:  # a bug in one part must not stop the others
+            log.exception("error in the %s step", name)
 
     def probe(self, full: bool) -> None:
         self.prober.tick(self.paused(), full)

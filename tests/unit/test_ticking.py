@@ -156,6 +156,19 @@ def test_one_tick_does_what_is_due_in_order_and_a_failing_step_stops_nothing(age
     assert ran == [("probe", False)] and "error in the sample step" in caplog.text
 
 
+def test_an_event_between_full_ticks_is_shared_at_once(agent):
+    """A link that saturates (or goes down) on a tick between full ones: this node's
+    stream gets a frame on that tick, not up to an interval later."""
+    agent.ticker.period(1.0, 4)
+    agent.ticker.tick()  # a full tick: its frame
+    assert len(agent.produced) == 1
+    agent.ticker.tick()  # nothing happened
+    assert len(agent.produced) == 1
+    agent.ticker.probe = lambda full: agent.events.emit("peer_down", 0.0, peer="p")
+    agent.ticker.tick()
+    assert len(agent.produced) == 2
+
+
 def test_fewer_probes_per_interval_are_spread_over_the_ticks(agent):
     sends = []
     agent.ticker.sample = lambda full: None
