@@ -74,6 +74,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def _udp_drops(host, port: int) -> int:
+    """Datagrams the kernel dropped at the UDP socket bound to `port` in `host` (its
+    receive buffer full: the last column of /proc/net/udp and udp6)."""
+    drops = 0
+    for table in ("/proc/net/udp", "/proc/net/udp6"):
+        for line in host.exec("cat", table).splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port:
+                drops += int(fields[-1])
+    return drops
+
+
 def test_hostile_peer_and_datagram_flood(lab2):
     lab, agents = lab2
     h1, _ = lab.hosts
@@ -141,7 +153,10 @@ def test_hostile_peer_and_datagram_flood(lab2):
     assert max(latencies) < 1.0
     assert len(cluster["nodes"]) == 1  # nothing hostile reached the cluster view
     assert c["snapshots_rejected"] >= 5
-    assert c["datagrams_malformed"] >= 2900  # (a few random ones may be cut short)
+    # every random datagram read is counted (a few may be cut short); those the kernel
+    # dropped while the flood outran the reader never reached the agent
+    dropped = _udp_drops(h1, PORT)
+    assert c["datagrams_malformed"] + dropped >= 2900, dropped
     assert all(len(r) == P.PROBE_LEN for r in replies)  # never more than was sent
     assert 0 < len(replies) <= 2000
     assert c["requests_rate_limited"] > 0  # 2000 in a burst: the bucket holds 400
