@@ -22,7 +22,6 @@ import json
 from typing import Any
 
 from exotray.agent import stream_numbers as N
-from exotray.agent.stream_numbers import RESOLVED, held, quantize
 from exotray.core import schema
 from exotray.core.schema import MAX_SNAPSHOT_BYTES, SnapshotRejected, dump, parse_snapshot
 
@@ -68,8 +67,8 @@ _LOCAL = schema.LOCAL_LINK_FIELDS
 
 def _hold(rec: dict, last: dict | None) -> dict:
     out = dict(rec)
-    for k in RESOLVED.intersection(rec):  # (the other fields go as they are)
-        out[k] = quantize(k, rec[k]) if last is None else held(k, rec[k], last.get(k))
+    for k in N.RESOLVED.intersection(rec):  # (the other fields go as they are)
+        out[k] = N.quantize(k, rec[k]) if last is None else N.held(k, rec[k], last.get(k))
     return out
 
 
