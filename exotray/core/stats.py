@@ -206,8 +206,8 @@ class RttWindow:
         self._jitter: float | None = None
         self._prev_rtt: float | None = None
         self.last_ms: float | None = None
-        #: (now, samples changed) of the last summary, kept until either moves
-        self._cached: tuple[tuple[float, int, float], RttSummary] | None = None
+        #: the last summary and (samples changed, window) when it was computed
+        self._cached: tuple[tuple[int, float], RttSummary] | None = None
         self._version = 0
 
     def reply(self, at: float, rtt_ms: float) -> None:
@@ -238,12 +238,15 @@ class RttWindow:
             del self._samples[:cut]
 
     def summary(self, now: float) -> RttSummary:
+        """The window's statistics at `now`. Kept until a probe is resolved or the oldest
+        sample leaves the window: the detector, the history row and the snapshot read a
+        link's summary at moments apart within one interval, and compute it once."""
         c = self._cached
-        key = (now, self._version, self.window_s)
-        if c is not None and c[0] == key:
+        if (c is not None and c[0] == (self._version, self.window_s)
+                and (not self._samples or self._samples[0][0] >= now - self.window_s)):
             return c[1]
         s = self._summary(now)
-        self._cached = (key, s)
+        self._cached = ((self._version, self.window_s), s)
         return s
 
     def _summary(self, now: float) -> RttSummary:

@@ -231,3 +231,35 @@ def test_rtt_reply_accepts_edge_values(rtt: float) -> None:
     w = RttWindow()
     w.reply(0.0, rtt)
     assert w.summary(0.0).last_ms == rtt
+
+
+def test_rtt_summary_kept_until_a_sample_leaves_or_arrives() -> None:
+    """The summary is computed once and kept while nothing changes; read at any later
+    moment it equals what a window holding the same probes computes afresh — across the
+    moments samples leave the window, replies and losses (late ones included)."""
+    import random
+
+    rng = random.Random(7)
+    kept = RttWindow(window_s=10.0)
+    probes: list[tuple[float, float | None]] = []
+    now = 0.0
+    for _ in range(400):
+        now += rng.choice([0.05, 0.25, 0.5, 1.0, 2.5])
+        if rng.random() < 0.5:
+            at = now - rng.choice([0.0, 0.1, 3.0])  # a loss is resolved late
+            rtt = None if rng.random() < 0.2 else rng.uniform(0.05, 5.0)
+            probes.append((at, rtt))
+            if rtt is None:
+                kept.lost(at)
+            else:
+                kept.reply(at, rtt)
+        fresh = RttWindow(window_s=10.0)
+        for at, rtt in probes:
+            (fresh.lost(at) if rtt is None else fresh.reply(at, rtt))
+        got = kept.summary(now)
+        assert kept.summary(now) is got  # read twice: computed once
+        want = fresh.summary(now)
+        assert (got.median_ms, got.min_ms, got.max_ms, got.p90_ms, got.loss, got.sent,
+                got.received) == (want.median_ms, want.min_ms, want.max_ms, want.p90_ms,
+                                  want.loss, want.sent, want.received)
+        assert got.last_ms == want.last_ms
