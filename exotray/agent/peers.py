@@ -297,6 +297,13 @@ class PeerTable:
             return min(up, key=lambda lk: lk.rtt.summary(now).median_ms or 1e9).target
         return next((t for t in peer.addresses if t in peer.manual_targets), None)
 
+    def reachable(self) -> set[str]:
+        """The keys of the peers `best_target` names an address for, in one pass over
+        the links (asked for every peer each interval: per peer it is O(links))."""
+        up = {id(lk.peer) for lk in self.links.values() if lk.up}
+        return {p.key for p in self.peers.values()
+                if id(p) in up or any(t in p.manual_targets for t in p.addresses)}
+
     # -- pruning ---------------------------------------------------------------------
     def prune(self, now: float) -> None:
         """Forget stale snapshots, and mDNS peers that have been down for too long.

@@ -79,10 +79,10 @@ class PollSharing:
         finished: a slow or hostile peer (slowloris) delays only itself."""
         for key in [k for k, t in self._fetching.items() if t.done()]:
             del self._fetching[key]
-        now = self.clock()
+        live = self.table.reachable()
         for p in self.table.peers.values() if peers is None else peers:
             # only from an address that answered a probe, or one the user named
-            if p.key not in self._fetching and self.table.best_target(p, now) is not None:
+            if p.key not in self._fetching and p.key in live:
                 self._fetching[p.key] = asyncio.create_task(self._fetch(p),
                                                             name=f"fetch-{p.key}")
 

@@ -84,8 +84,7 @@ class StreamSharing:
         if self.producer.closed:
             return  # stopped
         now = self.clock()
-        live = {p.key for p in self.table.peers.values()
-                if self.table.best_target(p, now) is not None}
+        live = self.table.reachable()
         for k, t in list(self._following.items()):
             if k not in live:
                 t.cancel()  # kept until it has ended: stop() waits for it

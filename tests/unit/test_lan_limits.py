@@ -114,18 +114,28 @@ def test_links_per_peer_are_capped_whatever_their_source():
 
 def test_an_mdns_address_is_not_fetched_from_before_it_answers_but_a_manual_one_is():
     table, clock = _table()
+
+    def agree() -> None:  # reachable(): best_target for every peer, in one pass
+        assert table.reachable() == {p.key for p in table.peers.values()
+                                     if table.best_target(p, clock()) is not None}
+
     table.mdns_found(_rec(1, "10.213.0.7"))
     peer = table.by_id("peer00000001")
     assert table.best_target(peer, clock()) is None
+    agree()
     table.replied(table.links[("10.213.0.7", 52480)], clock())
     assert table.best_target(peer, clock()) == ("10.213.0.7", 52480)
+    agree()
     manual = table.add_manual("10.213.0.8", 52480)
     manual.manual_targets = [("10.213.0.8", 52480)]
     table.set_targets(manual)
     assert table.best_target(manual, clock()) == ("10.213.0.8", 52480)
+    agree()
+    assert table.reachable() == {peer.key, manual.key}
     # A goodbye empties a peer's addresses while its fetch waits: None, no IndexError.
     table.mdns_removed("peer00000001")
     assert table.best_target(peer, clock()) is None
+    agree()
 
 
 _TXT = {b"id": b"bbbbbbbbbbbb", b"name": b"b", b"version": b"0",
