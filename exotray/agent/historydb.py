@@ -73,6 +73,7 @@ class HistoryDB:
         self.retention_s = retention_s
         self.tiers = tiers(retention_s)
         self._series: dict[tuple[str, str], int] = {}
+        self._inserts: dict[tuple[str, tuple[str, ...]], tuple[str, list]] = {}
         self._cleaned_at: float | None = None
         self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         try:
@@ -98,6 +99,19 @@ class HistoryDB:
             sid = self._series[(kind, name)] = row[0]
         return sid
 
+    def _insert_sql(self, kind: str, columns: tuple[str, ...],
+                    ) -> tuple[str, list[tuple[int, str]]]:
+        """The statement that stores a row of `columns` (t first) into `kind`'s raw
+        table, and the row's positions and columns it keeps (those the table has)."""
+        got = self._inserts.get((kind, columns))
+        if got is None:
+            keep = [(i, col) for i, col in enumerate(columns) if i and col in KINDS[kind]]
+            sql = (f"INSERT OR REPLACE INTO {kind}_raw (series, t"
+                   + "".join(f", {q(col)}" for _, col in keep)
+                   + ") VALUES (?, ?" + ", ?" * len(keep) + ")")
+            got = self._inserts[(kind, columns)] = (sql, keep)
+        return got
+
     @staticmethod
     def _encode(col: str, value: Any) -> Any:
         if value is None:
@@ -109,29 +123,30 @@ class HistoryDB:
             return str(value)
         return round(float(value) * scale(col))
 
-    def write(self, now: float, rows: list[tuple[str, str, tuple[str, ...], tuple]],
+    def write(self, now: float | None, rows: list[tuple[str, str, tuple[str, ...], tuple]],
               events: list[dict[str, Any]]) -> None:
-        """One interval's samples (kind, series name, columns, row with t first) and the
-        events raised since the last call, rollups due by `now`, cleanup when due; one
-        transaction."""
+        """Samples of one or more intervals (kind, series name, columns, row with t first)
+        and the events raised since the last call, rollups due by `now` (the newest row's
+        time; None when there is none yet), cleanup when due; one transaction."""
         c = self.conn
         c.execute("BEGIN IMMEDIATE")
         try:
+            batches: dict[str, list[tuple]] = {}  # one statement per kind and columns
             for kind, name, columns, row in rows:
-                keep = [(col, v) for col, v in zip(columns[1:], row[1:], strict=True)
-                        if col in KINDS[kind]]
-                sql = (f"INSERT OR REPLACE INTO {kind}_raw (series, t"
-                       + "".join(f", {q(col)}" for col, _ in keep)
-                       + ") VALUES (?, ?" + ", ?" * len(keep) + ")")
-                c.execute(sql, (self._series_id(kind, name), round(row[0] * 1000),
-                                *(self._encode(col, v) for col, v in keep)))
+                sql, keep = self._insert_sql(kind, columns)
+                batches.setdefault(sql, []).append(
+                    (self._series_id(kind, name), round(row[0] * 1000),
+                     *(self._encode(col, row[i]) for i, col in keep)))
+            for sql, params in batches.items():
+                c.executemany(sql, params)
             c.executemany(
                 "INSERT INTO events (seq, at, type, link_id, body) VALUES (?, ?, ?, ?, ?)",
                 [(e.get("seq"), event_time(e), e.get("type"), e.get("link_id"),
                   json.dumps(e, separators=(",", ":"))) for e in events])
-            self._rollup(round(now * 1000))
-            if self._cleaned_at is None or now - self._cleaned_at >= CLEANUP_EVERY_S:
-                self.cleanup(now)
+            if now is not None:  # (None: events only, before any row)
+                self._rollup(round(now * 1000))
+                if self._cleaned_at is None or now - self._cleaned_at >= CLEANUP_EVERY_S:
+                    self.cleanup(now)
             c.execute("COMMIT")
         except BaseException:
             if c.in_transaction:

@@ -101,6 +101,7 @@ def test_damage_found_while_running_is_set_aside(tmp_path, caplog, monkeypatch):
 
 def test_a_stuck_thread_drops_batches_instead_of_queueing_forever(tmp_path, monkeypatch):
     monkeypatch.setattr(store_mod, "MAX_BACKLOG", 2)
+    monkeypatch.setattr(store_mod, "WRITE_EVERY", 1)
     store = HistoryStore(tmp_path, 30, Throttled(lambda: 0.0))
     link, ifaces = _parts()
     import threading
@@ -117,3 +118,50 @@ def test_a_stuck_thread_drops_batches_instead_of_queueing_forever(tmp_path, monk
 
     asyncio.run(run())
     assert store.dropped == 3
+
+
+def test_rows_go_in_batches_and_nothing_waiting_is_lost(tmp_path):
+    """Rows reach the thread every WRITE_EVERY intervals, one transaction each; a read
+    hands over what waits first (it sees the last interval), and so does stopping; an
+    event raised before any row is kept too."""
+    store = HistoryStore(tmp_path, 30, Throttled(lambda: 0.0))
+    log = EventLog(sinks=[store.event])
+    link, ifaces = _parts()
+    writes = []
+
+    async def run():
+        await store.open()
+        db_write = store.db.write
+        store.db.write = lambda now, rows, events: (writes.append((now, len(rows), len(events))),
+                                                    db_write(now, rows, events))[1]
+        log.emit("peer_up", T0, peer_id="p")
+        evs = await store.event_range(T0 - 1, T0 + 1, 10, [])  # before any row
+        for i in range(2 * store_mod.WRITE_EVERY + 2):
+            _tick(store, link, ifaces, T0 + i)
+        await asyncio.get_running_loop().run_in_executor(store._exec, lambda: None)
+        before_read = list(writes)  # (the one thread has done what was handed over)
+        now = T0 + 2 * store_mod.WRITE_EVERY + 2
+        hist = await store.answer("L1", None, T0, now, 100, now, 1.0, lambda: None)
+        for i in range(3):
+            _tick(store, link, ifaces, now + i)
+        await store.close()
+        return evs, before_read, hist
+
+    evs, before_read, hist = asyncio.run(run())
+    n = store_mod.WRITE_EVERY
+    assert [e["type"] for e in evs["events"]] == ["peer_up"]
+    assert writes[0] == (None, 0, 1)  # the event alone: no rollup without a row's time
+    # two full batches of 5 intervals x (1 link + 1 interface), then the read's 2
+    assert before_read[1:] == [(T0 + n - 1, 2 * n, 0), (T0 + 2 * n - 1, 2 * n, 0)]
+    assert len(hist["t"]) == 2 * n + 2  # the read saw the intervals still waiting
+    assert writes[3:] == [(T0 + 2 * n + 1, 4, 0), (T0 + 2 * n + 4, 6, 0)]  # read, stop
+
+    again = HistoryStore(tmp_path, 30, Throttled(lambda: 0.0))
+
+    async def reread():
+        await again.open()
+        got = await again.answer("L1", None, T0, T0 + 100, 1000, T0 + 100, 1.0, lambda: None)
+        await again.close()
+        return got
+
+    assert len(asyncio.run(reread())["t"]) == 2 * n + 5  # stopping wrote the last 3
