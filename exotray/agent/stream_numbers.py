@@ -15,8 +15,16 @@ _FIXED_STEP = {"utilization": 0.005, "loss": 0.001}
 RESOLVED = _RATES | _MS | frozenset(_FIXED_STEP)
 
 
+_NUMBERS = (float, int)  # (a tuple: `float | int` would be built at every call)
+
+
 def _number(v: Any) -> bool:
-    return isinstance(v, float | int) and not isinstance(v, bool) and math.isfinite(v)
+    t = type(v)  # (the common cases first: this runs for every number of every frame)
+    if t is float:
+        return math.isfinite(v)
+    if t is int:
+        return True
+    return isinstance(v, _NUMBERS) and not isinstance(v, bool) and math.isfinite(v)
 
 
 # -- display resolution ------------------------------------------------------------------
@@ -24,8 +32,10 @@ def quantize(field: str, v: Any) -> Any:
     """A number at its display resolution (core/fmt.py): rates to 3 significant digits
     and whole bytes, times to 0.01 ms below 1 ms, 0.1 ms below 100 ms, 1 ms above;
     utilization to 0.5 %, loss to 0.1 %. Anything else unchanged."""
-    if not _number(v):
-        return v
+    return _quantize(field, v) if _number(v) else v
+
+
+def _quantize(field: str, v: float) -> float:
     if field in _RATES:
         return float(f"{v:.3g}") if abs(v) >= 100 else float(round(v))
     if field in _MS:
@@ -56,8 +66,14 @@ def held(field: str, new: Any, last: Any) -> Any:
     number hovering on a rounding edge, or moving within what anybody can see, is not
     re-sent every interval, and the receiver's copy is never a whole step off), else
     `new` at its display resolution."""
-    q = quantize(field, new)
-    if field not in RESOLVED or not _number(new) or not _number(last):
+    if field not in RESOLVED:
+        return new  # shown as it is
+    if new == last:
+        return last  # (what was sent: at its resolution)
+    if not _number(new):
+        return new  # (quantize leaves it as it is)
+    q = _quantize(field, new)
+    if not _number(last):
         return q
     if field == "utilization" and (q == 0) != (last == 0):
         return q  # traffic came or went: "0 %" and "< 1 %" are less than a step apart
