@@ -62,6 +62,12 @@ class OwnTraffic:
         self.bytes_per_s = 0.0
         self._last: tuple[float, float] | None = None
         self._recent: deque[float] = deque(maxlen=PEAK_INTERVALS)
+        #: stream_frames_built at the last update, and the frames queued for subscribers
+        #: since the first (each interval's new frames times the subscribers then: not
+        #: every frame since the start times today's subscribers, which jumped by all of
+        #: them when a follower came)
+        self._built: int | None = None
+        self._frames_out = 0
 
     @property
     def peak(self) -> float:
@@ -71,17 +77,21 @@ class OwnTraffic:
         return max(self._recent, default=self.bytes_per_s)
 
     @staticmethod
-    def total(probe: dict[str, int], sharing: dict[str, int]) -> float:
+    def total(probe: dict[str, int], sharing: dict[str, int], frames_out: int) -> float:
         datagrams = (probe.get("probes_sent", 0) + probe.get("replies_received", 0)
                      + 2 * probe.get("requests_reflected", 0))
-        frames = sharing.get("stream_frames_in", 0) + sharing.get("stream_frames_built", 0) * max(
-            1, sharing.get("stream_subscribers", 0))
+        frames = sharing.get("stream_frames_in", 0) + frames_out
         payload = sharing.get("stream_bytes_in", 0) + sharing.get("stream_bytes_out", 0)
         return (DATAGRAM_BYTES * datagrams + FRAME_OVERHEAD_BYTES * frames
                 + payload * SEGMENT_FACTOR)
 
     def update(self, now: float, probe: dict[str, int], sharing: dict[str, int]) -> None:
-        total = self.total(probe, sharing)
+        built = sharing.get("stream_frames_built", 0)
+        if self._built is not None:
+            self._frames_out += max(0, built - self._built) * max(
+                1, sharing.get("stream_subscribers", 0))
+        self._built = built
+        total = self.total(probe, sharing, self._frames_out)
         if self._last is not None and now > self._last[0]:
             self.bytes_per_s = max(0.0, (total - self._last[1]) / (now - self._last[0]))
             self._recent.append(self.bytes_per_s)

@@ -118,7 +118,8 @@ class HistoryStore:
             return
         self._pending.append(self._exec.submit(self._write, t, rows, events))
 
-    def _write(self, now: float | None, rows: list, events: list) -> None:
+    def _write(self, now: float | None, rows: list, events: list, retry: bool = True,
+               ) -> None:
         db = self.db
         if db is None:
             return
@@ -131,6 +132,8 @@ class HistoryStore:
                 log.warning("history database %s went bad (%s): moved aside to %s; starting "
                             "a fresh one", self.path, e, aside.name)
                 self._open()
+                if retry:  # the file was bad, not the batch (up to WRITE_EVERY intervals)
+                    self._write(now, rows, events, retry=False)
             else:
                 self._throttled("history-write", logging.ERROR,
                                 "cannot write history database %s: %s", self.path, e)

@@ -94,7 +94,7 @@ def test_damage_found_while_running_is_set_aside(tmp_path, caplog, monkeypatch):
         return hist
 
     hist = asyncio.run(run())
-    assert hist["t"] == [T0 + 2]  # the fresh file, written on
+    assert hist["t"] == [T0 + 1, T0 + 2]  # the fresh file: the batch that found it, then on
     assert len(list(tmp_path.glob("history.db.corrupt-*"))) == 1
     assert "went bad" in caplog.text
 
@@ -165,3 +165,35 @@ def test_rows_go_in_batches_and_nothing_waiting_is_lost(tmp_path):
         return got
 
     assert len(asyncio.run(reread())["t"]) == 2 * n + 5  # stopping wrote the last 3
+
+
+def test_the_batch_that_finds_damage_goes_to_the_fresh_file(tmp_path, monkeypatch):
+    """Damage found by a write sets the file aside; what that write carried (now up to
+    WRITE_EVERY intervals, and the events raised in them) is still good data."""
+    store = HistoryStore(tmp_path, 30, Throttled(lambda: 0.0))
+    log = EventLog(sinks=[store.event])
+    link, ifaces = _parts()
+    n = store_mod.WRITE_EVERY
+
+    async def run():
+        await store.open()
+        bad = sqlite3.DatabaseError("database disk image is malformed")
+        bad.sqlite_errorcode = 11  # SQLITE_CORRUPT
+
+        def broken(*a):
+            raise bad
+
+        monkeypatch.setattr(store.db, "write", broken)
+        log.emit("link_saturated", T0 + 1, link_id="L1")
+        for i in range(n):  # one batch: its write finds the damage
+            _tick(store, link, ifaces, T0 + i)
+        now = T0 + n
+        hist = await store.answer("L1", None, T0, now, 100, now, 1.0, lambda: None)
+        evs = await store.event_range(T0, now, 10, [])
+        await store.close()
+        return hist, evs
+
+    hist, evs = asyncio.run(run())
+    assert len(list(tmp_path.glob("history.db.corrupt-*"))) == 1
+    assert hist is not None and len(hist["t"]) == n
+    assert [e["type"] for e in evs["events"]] == ["link_saturated"]

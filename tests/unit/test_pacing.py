@@ -13,6 +13,7 @@ import socket
 import pytest
 
 from exotray.agent import links, onlink, pacing
+from exotray.agent import stream_numbers as N
 from exotray.agent.peers import PeerTable
 from exotray.agent.probe import ProbeSocket
 from exotray.agent.probing import Prober
@@ -207,3 +208,20 @@ def test_own_traffic_peak_holds_the_largest_of_the_last_intervals():
     assert own.bytes_per_s == 0.0
     # held for PEAK_INTERVALS updates, from the one that counted it, then gone
     assert peaks == [0.0] * 3 + [pytest.approx(burst)] * pacing.PEAK_INTERVALS + [0.0] * 2
+
+
+def test_a_follower_more_is_not_a_burst_of_our_own_traffic():
+    """stream_frames_built counts every frame since the start: one subscriber more (a
+    follower connecting, or reconnecting after a resync) must not count all of them
+    again as sent in this interval — the tempo would then take a traffic start of up to
+    that much as our own for PEAK_INTERVALS intervals, and hold it for the heartbeat."""
+    own = pacing.OwnTraffic()
+    sharing = {"stream_frames_built": 17_280, "stream_subscribers": 7}  # a day at 1 s
+    own.update(0.0, {}, sharing)
+    sharing["stream_subscribers"] = 8
+    own.update(1.0, {}, sharing)
+    assert own.peak == 0.0
+    assert N.prompt("rx_bytes_per_s", 2_000_000.0, 1_000.0, own=own.peak)  # 16 Mbit/s came
+    sharing["stream_frames_built"] += 1  # one frame, to each of the 8
+    own.update(2.0, {}, sharing)
+    assert own.bytes_per_s == pytest.approx(8 * pacing.FRAME_OVERHEAD_BYTES)
