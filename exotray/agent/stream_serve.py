@@ -99,7 +99,7 @@ class Producer:
         old = self.state or new
         d = W.delta(old, new, age)
         self.quiet += 1
-        if self.quiet < W.HEARTBEAT and not W.prompt(old, d, self._own()):
+        if self.quiet < W.HEARTBEAT and not W.prompt(old, d, self._own(), new):
             self.counters["stream_deltas_waiting"] += 1
             return
         body = W.encode(d)

@@ -142,12 +142,35 @@ def delta(old: State, new: State, age: float) -> dict:
     return out
 
 
-def prompt(old: State, d: dict, own: float = 0.0) -> bool:
-    """Whether delta `d` (from `old`, the state last sent) holds a change that goes out
-    at once; else it waits for the heartbeat (stream_numbers: the tempo; `own`, this
-    agent's own traffic lately, bytes/s)."""
-    return bool(d.get("top")) or N.prompt_records(d.get("links"), old[1], own) \
-        or N.prompt_records(d.get("interfaces"), old[2], own)
+def prompt(old: State, d: dict, own: float = 0.0, new: State | None = None) -> bool:
+    """Whether delta `d` (from `old`, the state last sent, to `new`) holds a change that
+    goes out at once; else it waits for the heartbeat (stream_numbers: the tempo; `own`,
+    this agent's own traffic lately, bytes/s). A link naming its interface in RATES_OF,
+    or no longer, is judged on the rates a follower shows for it (its own, or those of
+    the interface it names), not on RATES_OF: a link whose rates part from its
+    interface's by a byte (exo's RDMA counters) and come back shows the same numbers."""
+    if d.get("top"):
+        return True
+    links = d.get("links")
+    if links and new is not None and any(RATES_OF in f for f in links.get("set", {}).values()):
+        sets = {}
+        for k, fields in links["set"].items():
+            if RATES_OF in fields:
+                for f in _DERIVED:
+                    if N.prompt(f, _shown(new[1][k], new[2], f), _shown(old[1][k], old[2], f),
+                                own):
+                        return True
+                fields = {f: v for f, v in fields.items() if f != RATES_OF and f not in _DERIVED}
+            sets[k] = fields
+        links = {**links, "set": sets}
+    return N.prompt_records(links, old[1], own) or N.prompt_records(d.get("interfaces"),
+                                                                   old[2], own)
+
+
+def _shown(rec: dict, ifaces: dict[str, dict], field: str) -> Any:
+    """A link record's rate as a follower shows it (see `_filled`)."""
+    via = rec.get(RATES_OF)
+    return rec.get(field) if via is None else ifaces.get(via, {}).get(field)
 
 
 # -- frames and signatures ---------------------------------------------------------------
