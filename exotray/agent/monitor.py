@@ -134,9 +134,12 @@ class InterfaceMonitor:
                      nics: dict[str, sampler.NicInfo]) -> None:
         # Impossible rates are judged against what the hardware can carry (the NIC's
         # negotiated speed), never against a capacity the user gave: traffic above an
-        # override is real and is exactly what "over capacity" must show.
+        # override is real and is exactly what "over capacity" must show. Nor against a
+        # speed that is no port's limit: Linux reports a bridge's fastest port while the
+        # bridge counts the host's traffic over all of them, a tun says 10 Mbit/s and a
+        # veth 10 Gbit/s whatever they carry.
         limits = {name: nic.speed_mbit * cap.MBIT for name, nic in nics.items()
-                  if nic.speed_mbit}
+                  if nic.speed_mbit and self._port_speed(name)}
         rates = self.rates.update(now, counters, limits)
         for name, st in self.ifaces.items():
             if st.vanished_at is None:
@@ -228,6 +231,13 @@ class InterfaceMonitor:
         ]
 
     # -- capacity ----------------------------------------------------------------------
+    def _port_speed(self, name: str) -> bool:
+        """Whether `name`'s reported speed is a physical port's (a bound on its traffic)."""
+        st, hw = self.ifaces.get(name), self.hardware.get(name)
+        if st is not None and st.kind in ("virtual", "vpn", "loopback"):
+            return False
+        return not (hw is not None and hw.bridge)
+
     def _bridged(self, name: str | None) -> bool:
         hw = self.hardware.get(name)
         return hw is not None and hw.bridge and bool(hw.members)

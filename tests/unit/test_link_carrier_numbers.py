@@ -1,0 +1,116 @@
+"""Which interface's counters and capacity a link's numbers come from (review of the path
+OS -> monitor -> exo watch -> snapshot): a reported speed that is not a port's limit
+never drops real traffic as "impossible"; exo's instances over a bridge follow the
+cable that reaches the peer, as its rates do.
+
+Real InterfaceMonitor, Hardware cache, classifier (on a small fake sysfs tree) and
+ExoWatch; the counters and the hardware readers' answers are given (no traffic of that
+size here). No clock: times are passed in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from exotray.agent import exo
+from exotray.agent.exowatch import ExoWatch
+from exotray.agent.hardware import Hardware
+from exotray.agent.hwread import HwLink, NoReader
+from exotray.agent.interfaces import InterfaceClassifier
+from exotray.agent.monitor import InterfaceMonitor
+from exotray.agent.sampler import NicInfo
+from exotray.core.settings import Settings
+
+
+def _sysfs(root: Path) -> Path:
+    """br0 (a Linux bridge of eth1 and eth2), two physical NICs and tun0."""
+    for name, arp_type in (("br0", 1), ("eth1", 1), ("eth2", 1), ("tun0", 65534)):
+        (root / name).mkdir(parents=True)
+        (root / name / "type").write_text(f"{arp_type}\n")
+    (root / "br0" / "bridge").mkdir()
+    for name in ("eth1", "eth2"):
+        (root / name / "device").mkdir()
+    (root / "tun0" / "tun_flags").write_text("0x1001\n")  # IFF_TUN | IFF_NO_PI
+    return root
+
+
+def _nic(name: str, speed: float | None, addr: str) -> NicInfo:
+    return NicInfo(name, True, speed, (addr,), ((addr, 24),))
+
+
+def _monitor(tmp_path: Path) -> InterfaceMonitor:
+    hw = Hardware(NoReader())
+    hw.links = {"br0": HwLink("br0", 10000.0, members=("eth1", "eth2"), bridge=True,
+                              source="bridge members"),
+                "eth1": HwLink("eth1", 10000.0, source="sysfs"),
+                "eth2": HwLink("eth2", 10000.0, source="sysfs")}
+    classifier = InterfaceClassifier(platform="linux", sysfs_root=_sysfs(tmp_path / "sys"))
+    return InterfaceMonitor(Settings(), classifier, 1.0, hw, tmp_path / "state")
+
+
+def test_traffic_above_a_virtual_interfaces_reported_speed_is_not_impossible(tmp_path):
+    """Linux reports a bridge's speed as its fastest up port's (br_get_link_ksettings,
+    net/bridge/br_device.c) while the bridge's own counters sum what the host exchanges
+    over all its ports; a tun says 10 Mbit/s (drivers/net/tun.c) whatever it carries.
+    Traffic above 1.5x those is real: it must be shown, never dropped as "impossible"
+    while the interface keeps showing the idle rate it had before."""
+    m = _monitor(tmp_path)
+    # psutil's speeds, as the kernel reports them through ethtool
+    nics = {"br0": _nic("br0", 10000.0, "10.213.60.1"),
+            "eth1": _nic("eth1", 10000.0, "10.213.61.1"),
+            "eth2": _nic("eth2", 10000.0, "10.213.62.1"),
+            "tun0": _nic("tun0", 10.0, "10.213.63.1")}
+    m.update(nics, 0.0)
+    assert (m.ifaces["br0"].kind, m.ifaces["tun0"].kind) == ("virtual", "vpn")
+    # per second: two peers each send 1.2 GB/s to this host, one through each port of
+    # the bridge; 5 MB/s (40 Mbit/s) go through the VPN
+    per_s = {"br0": 2.4e9, "eth1": 1.2e9, "eth2": 1.2e9, "tun0": 5e6}
+    rx = dict.fromkeys(per_s, 0)
+    t = 0.0
+    for step in range(12):
+        if step >= 4:  # idle for a second, then busy
+            rx = {n: int(rx[n] + per_s[n] * 0.25) for n in rx}
+        m.update_rates(t, {n: (v, 0) for n, v in rx.items()}, nics)
+        t += 0.25
+    assert m.rates.rejected["absurd"] == 0
+    rate, _, _ = m.numbers("br0", "10.213.60.9")  # a peer whose port is not known yet
+    assert rate is not None and rate.rx_bytes_per_s == pytest.approx(2.4e9, rel=1e-3)
+    assert m.ifaces["tun0"].rate.rx_bytes_per_s == pytest.approx(5e6, rel=1e-3)
+    # a physical port's speed still bounds what it can carry
+    assert m.ifaces["eth1"].rate.rx_bytes_per_s == pytest.approx(1.2e9, rel=1e-3)
+
+
+def test_jaccl_over_another_bridge_cable_is_not_this_links(tmp_path):
+    """bridge0's en2 reaches peer A, en3 peer B. exo's JACCL instance runs over rdma_en2
+    (to A) only. Once the hardware readers know that B is behind en3, the link to B takes
+    en3's counters and capacity; it must not also take the instance (nor, on macOS, the
+    "IP only: RDMA not counted" note) of the cable to A — as rdma_for already does for
+    RDMA counters."""
+    hw = Hardware(NoReader())
+    hw.links = {"bridge0": HwLink("bridge0", None, members=("en2", "en3"), bridge=True)}
+    classifier = InterfaceClassifier(platform="linux", sysfs_root=tmp_path / "none")
+    m = InterfaceMonitor(Settings(), classifier, 1.0, hw, tmp_path / "state")
+    nics = {n: _nic(n, None, a) for n, a in (("bridge0", "169.254.1.1"),
+                                             ("en2", "10.213.64.1"), ("en3", "10.213.65.1"))}
+    m.update(nics, 0.0)
+    peer_a, peer_b = "169.254.2.2", "169.254.3.3"
+    hw._members[("bridge0", peer_a)] = "en2"
+    hw._members[("bridge0", peer_b)] = "en3"
+    w = ExoWatch("http://127.0.0.1:9", monitor=m, links=lambda: [], emit=lambda t, f: None,
+                 clock=lambda: 0.0, platform="darwin")
+    inst = exo.ExoInstance("j1", "mlx-community/Llama-3.3-70B-Instruct-4bit", "jaccl",
+                           devices=("rdma_en2",), mine=True)
+    w.state = exo.ExoState("me", (inst,))
+
+    def link(peer: str):
+        from types import SimpleNamespace
+        return SimpleNamespace(id=peer, target=(peer, 52480), local_interface="bridge0")
+
+    assert w.numbers(link(peer_a)).instances == [inst]
+    assert w.numbers(link(peer_a)).rdma == "not_counted"
+    to_b = w.numbers(link(peer_b))
+    assert (to_b.instances, to_b.rdma) == ([], None)
+    # while B's cable is not known, the bridge's totals, and every cable's instances
+    del hw._members[("bridge0", peer_b)]
+    assert w.numbers(link(peer_b)).instances == [inst]
