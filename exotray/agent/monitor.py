@@ -253,6 +253,8 @@ class InterfaceMonitor:
     def capacity_of(self, name: str, kind: str, nic: sampler.NicInfo | None) -> cap.Capacity:
         hw: HwLink | None = self.hardware.get(name)
         hw_speed = hw.speed_mbit if hw else None
+        if kind == "vpn":  # a tun's "10 Mbit/s" is a constant of the driver, no speed
+            hw, hw_speed, nic = None, None, None
         # a NIC speed is a wired port's negotiated media; Thunderbolt and Wi-Fi rates go
         # through the kind rule (capacity_source "kind": a Wi-Fi rate is a PHY rate)
         wired = hw_speed if hw is not None and kind not in ("thunderbolt", "wifi") else None

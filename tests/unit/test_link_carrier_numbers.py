@@ -114,3 +114,19 @@ def test_jaccl_over_another_bridge_cable_is_not_this_links(tmp_path):
     # while B's cable is not known, the bridge's totals, and every cable's instances
     del hw._members[("bridge0", peer_b)]
     assert w.numbers(link(peer_b)).instances == [inst]
+
+
+def test_a_tuns_constant_speed_is_no_capacity(tmp_path):
+    """A tun device answers ethtool with 10 Mbit/s, a constant of the driver
+    (drivers/net/tun.c), not a speed of anything: a VPN's capacity is unknown (its
+    utilization too), never "10 Mbit/s reported by the interface" — a link over
+    Tailscale or OpenVPN carrying 1.2 MB/s would read 96 % and saturate."""
+    m = _monitor(tmp_path)
+    m.hardware.links["tun0"] = HwLink("tun0", 10.0, source="sysfs")  # sysfs says it too
+    nics = {"tun0": _nic("tun0", 10.0, "10.213.63.1")}
+    m.update(nics, 0.0)
+    assert m.ifaces["tun0"].capacity.source == "unknown"
+    m.update_rates(0.0, {"tun0": (0, 0)}, nics)
+    m.update_rates(1.0, {"tun0": (1_200_000, 0)}, nics)
+    rate, capacity, util = m.numbers("tun0", "10.213.63.9")
+    assert (rate.rx_bytes_per_s, capacity.bytes_per_s, util) == (1_200_000, None, None)
