@@ -130,3 +130,44 @@ def test_a_tuns_constant_speed_is_no_capacity(tmp_path):
     m.update_rates(1.0, {"tun0": (1_200_000, 0)}, nics)
     rate, capacity, util = m.numbers("tun0", "10.213.63.9")
     assert (rate.rx_bytes_per_s, capacity.bytes_per_s, util) == (1_200_000, None, None)
+
+
+def test_a_saturated_bridged_link_names_the_cable_its_numbers_are_of(tmp_path):
+    """Through bridge0, a link's rates and capacity are those of the cable that reaches
+    the peer (en3): its link_saturated event says so (member_interface, as the snapshot's
+    link does), and the notification does not put en3's "95 % of 2.5 GB/s" on the
+    Thunderbolt Bridge as a whole."""
+    from exotray.agent.runtime import Agent
+    from exotray.ui.summary import notification
+
+    peer_ip = "169.254.3.3"
+    nics = {"bridge0": NicInfo("bridge0", True, None, ("169.254.1.1",),
+                               (("169.254.1.1", 16),)),
+            "en2": _nic("en2", None, "10.213.66.1"), "en3": _nic("en3", None, "10.213.67.1")}
+    now = [1000.0]
+    s = Settings(name="a", bind="127.0.0.1", port=0, mdns=False, interval=1.0,
+                 state_dir=str(tmp_path / "state"), history_days=0, exo_url="",
+                 capacity={"en3": 20_000.0})
+    agent = Agent(s, clock=lambda: now[0])
+    hw = agent.monitor.hardware
+    hw.links = {"bridge0": HwLink("bridge0", None, members=("en2", "en3"), bridge=True)}
+    hw._members[("bridge0", peer_ip)] = "en3"
+    rx = {n: 0 for n in nics}
+    agent.monitor.read = lambda full: ({n: (v, 0) for n, v in rx.items()}, nics)
+    peer = agent.table.add_manual(peer_ip, 52480)
+    peer.manual_targets = [(peer_ip, 52480)]
+    agent.table.set_targets(peer)
+    (link,) = agent.links.values()
+    link.up = True
+    link.path.update(["bridge0"], "bridge0")
+    link.local_interface = "bridge0"
+    for _ in range(6 * 4):  # 6 s at 2.4 GB/s on en3 (20 Gbit/s): 96 %
+        now[0] += 0.25
+        rx["en3"] += 600_000_000
+        rx["bridge0"] += 600_000_000
+        agent._sample_tick()
+    assert link.state == "saturated"
+    (event,) = [e for e in agent.events.after(0) if e["type"] == "link_saturated"]
+    assert (event["local_interface"], event["member_interface"]) == ("bridge0", "en3")
+    _title, body = notification(event, "a")
+    assert "en3" in body
