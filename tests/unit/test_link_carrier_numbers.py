@@ -171,3 +171,19 @@ def test_a_saturated_bridged_link_names_the_cable_its_numbers_are_of(tmp_path):
     assert (event["local_interface"], event["member_interface"]) == ("bridge0", "en3")
     _title, body = notification(event, "a")
     assert "en3" in body
+
+
+def test_status_says_which_bridge_cable_the_numbers_are_of():
+    """`exotray status`'s VIA names the bridge cable whose RX / TX / UTIL a link shows,
+    as the window does (linkwords.via): not the Thunderbolt Bridge as a whole."""
+    from exotray.core.status import status_lines
+
+    link = {"peer_name": "studio-2", "peer_address": "169.254.3.3",
+            "local_interface": "bridge0", "local_label": "Thunderbolt Bridge",
+            "member_interface": "en3", "rtt_ms": 0.41, "rx_bytes_per_s": 2.4e9,
+            "tx_bytes_per_s": 3e6, "utilization": 0.96, "state": "saturated"}
+    cluster = {"self": "a", "nodes": [{"node": {"id": "a", "name": "studio-1"},
+                                       "links": [link]}],
+               "peers": [], "discovery": {"mdns": False, "addresses": [], "problem": None,
+                                          "ignored": []}}
+    assert "Thunderbolt Bridge (bridge0) via en3" in status_lines(cluster)[1]
