@@ -187,3 +187,35 @@ def test_status_says_which_bridge_cable_the_numbers_are_of():
                "peers": [], "discovery": {"mdns": False, "addresses": [], "problem": None,
                                           "ignored": []}}
     assert "Thunderbolt Bridge (bridge0) via en3" in status_lines(cluster)[1]
+
+
+def test_an_edges_tooltip_says_whose_utilization_it_shows():
+    """Hub B reaches A and C through one NIC. A's end of the A–B edge is idle (A's own
+    interface); B's end carries B's whole NIC, busy with C. The edge is coloured by the
+    busier end (95 %), but the tooltip shows A's rx / tx and capacity: a bare "95 %"
+    beside them reads as A's interface at 95 % of its 1.25 GB/s while it carries 1 kB/s."""
+    from exotray.core import topology
+    from exotray.ui.topology_tips import edge_tooltip
+
+    def end(lid, peer_id, addr, iface, rx, util):
+        return {"id": lid, "peer_id": peer_id, "peer_name": peer_id, "peer_address": addr,
+                "local_interface": iface, "local_label": "Ethernet", "state": "up",
+                "rtt_ms": 0.2, "rx_bytes_per_s": rx, "tx_bytes_per_s": rx,
+                "capacity_bytes_per_s": 1.25e9, "capacity_source": "nic", "utilization": util}
+
+    def node(nid, iface, addr, links):
+        return {"node": {"id": nid, "name": nid}, "links": links, "interfaces": [
+            {"name": iface, "label": "Ethernet", "kind": "ethernet", "addresses": [addr]}]}
+
+    cluster = {"self": "A", "nodes": [
+        node("A", "eth0", "10.213.70.1", [end("ab", "B", "10.213.70.2", "eth0", 1e3, 1e-6)]),
+        node("B", "eth1", "10.213.70.2", [end("ba", "A", "10.213.70.1", "eth1", 1.19e9, 0.95),
+                                          end("bc", "C", "10.213.70.3", "eth1", 1.19e9, 0.95)]),
+    ]}
+    _nodes, edges = topology.build(cluster)
+    (ab,) = [e for e in edges if e.primary["id"] == "ab"]
+    assert ab.utilization == 0.95  # the map's colour: the busier end
+    tip = edge_tooltip(ab, lambda n: n, {"A": {}, "B": {}})
+    row = tip.split("Utilization</td><td>", 1)[1].split("</td>", 1)[0]
+    assert row != "95 %"  # not bare beside A's 1 kB/s and A's capacity
+    assert "95 %" in row and "B" in row
