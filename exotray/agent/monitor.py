@@ -271,17 +271,19 @@ class InterfaceMonitor:
                 wifi_rate_mbit=hw_speed if kind == "wifi" else None),
         )
 
-    def measured(self, name: str, mbit: float, at: float) -> None:
+    def measured(self, name: str, mbit: float, at: float) -> bool:
         """A capacity test measured `mbit` through interface `name` (used from the next
         full sample on, kept in the state dir until the interface's speed changes). Not
-        kept for a bridge whose member is unknown: it measured one cable, not them all."""
+        kept for a bridge whose member is unknown: it measured one cable, not them all.
+        Whether it was kept."""
         if self._bridged(name):
             log.info("capacity measured through %s not kept: which of its cables it crossed "
                      "is not known yet", name)
-            return
+            return False
         st = self.ifaces.get(name)
         wifi = st is not None and st.kind == "wifi"
         self.store.put(name, mbit, at, None if wifi else self.speed_of(name)[0])
+        return True
 
     def measurement(self, name: str) -> Measured | None:
         return self.store.items.get(name)

@@ -219,3 +219,44 @@ def test_an_edges_tooltip_says_whose_utilization_it_shows():
     row = tip.split("Utilization</td><td>", 1)[1].split("</td>", 1)[0]
     assert row != "95 %"  # not bare beside A's 1 kB/s and A's capacity
     assert "95 %" in row and "B" in row
+
+
+def test_a_capacity_test_says_which_interface_now_has_its_result(tmp_path):
+    """Through bridge0 the result is kept for the cable that reaches the peer (en3), or
+    not at all while that cable is not known (monitor.measured): the answer, and the
+    window's text from it, say which — never "now the capacity of bridge0"."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from exotray.agent.measuring import measure
+    from exotray.ui.window import _measured
+
+    hw = Hardware(NoReader())
+    hw.links = {"bridge0": HwLink("bridge0", None, members=("en2", "en3"), bridge=True)}
+    classifier = InterfaceClassifier(platform="linux", sysfs_root=tmp_path / "none")
+    m = InterfaceMonitor(Settings(), classifier, 1.0, hw, tmp_path / "state")
+    m.update({n: _nic(n, None, a) for n, a in (("bridge0", "10.213.71.1"),
+                                               ("en2", "10.213.72.1"),
+                                               ("en3", "10.213.73.1"))}, 0.0)
+
+    class Tester:  # the capacity test itself (TCP streams to the peer) is not run here
+        async def run(self, *args, **kwargs):
+            return {"up_mbit_s": 18000.0, "down_mbit_s": 17000.0,
+                    "measured_at": 1_764_720_000.0, "streams": 4, "seconds": 5.0}
+
+    clients = SimpleNamespace(binding=lambda link: None, for_link=lambda link: None)
+    link = SimpleNamespace(id="l1", target=("10.213.71.9", 52480), local_interface="bridge0",
+                           peer=SimpleNamespace(name="studio-2"))
+
+    def run():
+        return asyncio.run(measure(link, tester=Tester(), clients=clients, monitor=m,
+                                   who="t", seconds=5.0, streams=4))
+
+    unknown = run()  # which cable reaches the peer is not known yet: not kept
+    assert (m.measurement("bridge0"), m.measurement("en3")) == (None, None)
+    assert unknown["capacity_of"] is None
+    assert "now its capacity" not in _measured(unknown, "17:10")
+    hw._members[("bridge0", "10.213.71.9")] = "en3"
+    known = run()
+    assert m.measurement("en3").mbit == 18000.0 and known["capacity_of"] == "en3"
+    assert "en3" in _measured(known, "17:10")
