@@ -247,6 +247,9 @@ class InterfaceMonitor:
         readers' (Thunderbolt, Wi-Fi PHY rate, macOS media); None where unknown."""
         hw = self.hardware.get(name)
         nic = self.nics.get(name)
+        st = self.ifaces.get(name)
+        if st is not None and st.kind == "vpn":  # a tun's 10 Mbit/s is the driver's constant
+            return None, None
         speed = (nic.speed_mbit if nic else None) or (hw.speed_mbit if hw else None)
         return speed, (hw.full_mbit if hw else None)
 

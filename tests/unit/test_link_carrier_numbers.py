@@ -126,6 +126,7 @@ def test_a_tuns_constant_speed_is_no_capacity(tmp_path):
     nics = {"tun0": _nic("tun0", 10.0, "10.213.63.1")}
     m.update(nics, 0.0)
     assert m.ifaces["tun0"].capacity.source == "unknown"
+    assert m.speed_of("tun0") == (None, None)  # nor "via VPN (tun0) · 10 Mb/s"
     m.update_rates(0.0, {"tun0": (0, 0)}, nics)
     m.update_rates(1.0, {"tun0": (1_200_000, 0)}, nics)
     rate, capacity, util = m.numbers("tun0", "10.213.63.9")
