@@ -58,9 +58,6 @@ def traffic_note(link: dict[str, Any], ifaces: Ifaces) -> str:
         return (f"Traffic shown is all traffic of {member}, the cable of the bridge {name} "
                 "that reaches this peer, not only this link's.")
     if (ifaces.get(name) or {}).get("members"):
-        if link.get("capacity_bytes_per_s"):  # a bond: its capacity is its active ports'
-            return (f"Traffic shown is all traffic of {name} (all its member ports), not "
-                    "only this link's.")
         return (f"Traffic shown is the total of {name} (all its member ports): which of "
                 "them this peer is reached through is not known, so no utilization.")
     return f"Traffic shown is all traffic of the local interface {name}, not only this link's."

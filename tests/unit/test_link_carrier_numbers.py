@@ -261,21 +261,3 @@ def test_a_capacity_test_says_which_interface_now_has_its_result(tmp_path):
     known = run()
     assert m.measurement("en3").mbit == 18000.0 and known["capacity_of"] == "en3"
     assert "en3" in _measured(known, "17:10")
-
-
-def test_a_bonds_link_note_does_not_deny_the_utilization_it_shows():
-    """A Linux bond lists its slaves as members, as a bridge does, but its link has the
-    bond's capacity (its active slaves') and a utilization (monitor.numbers: only a
-    bridge's totals go against no capacity): the note must not say "no utilization"
-    under a utilization of 40 %."""
-    from exotray.ui import linkwords
-
-    link = {"local_interface": "bond0", "local_label": "Bond", "member_interface": None,
-            "capacity_bytes_per_s": 2.5e9, "utilization": 0.4}
-    ifaces = {"bond0": {"name": "bond0", "members": ["eth1", "eth2"], "kind": "virtual"}}
-    note = linkwords.traffic_note(link, ifaces)
-    assert "no utilization" not in note and "bond0" in note
-    # a bridge whose cable to the peer is not known: its totals, against no capacity
-    bridged = {**link, "local_interface": "br0", "capacity_bytes_per_s": None,
-               "utilization": None}
-    assert "no utilization" in linkwords.traffic_note(bridged, {"br0": ifaces["bond0"]})
