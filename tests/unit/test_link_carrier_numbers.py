@@ -261,3 +261,21 @@ def test_a_capacity_test_says_which_interface_now_has_its_result(tmp_path):
     known = run()
     assert m.measurement("en3").mbit == 18000.0 and known["capacity_of"] == "en3"
     assert "en3" in _measured(known, "17:10")
+
+
+@pytest.mark.xfail(strict=True, reason="linkwords.traffic_note takes any interface with "
+                   "members for a bridge of unknown cable; the snapshot's interface has no "
+                   "bridge flag to tell a bond apart (fix: a 'bridge' field in "
+                   "schema.Interface, as `exotray interfaces` already has)")
+def test_a_bonds_link_note_does_not_deny_the_utilization_it_shows():
+    """A Linux bond lists its slaves as members, as a bridge does, but its link has the
+    bond's capacity (its active slaves') and a utilization (monitor.numbers: only a
+    bridge's totals go against no capacity): the note must not say "no utilization"
+    under a utilization of 40 %."""
+    from exotray.ui import linkwords
+
+    link = {"local_interface": "bond0", "local_label": "Bond", "member_interface": None,
+            "capacity_bytes_per_s": 2.5e9, "utilization": 0.4}
+    ifaces = {"bond0": {"name": "bond0", "members": ["eth1", "eth2"], "kind": "virtual"}}
+    note = linkwords.traffic_note(link, ifaces)
+    assert "no utilization" not in note and "bond0" in note
