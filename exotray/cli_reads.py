@@ -158,10 +158,13 @@ def cmd_measure(args: argparse.Namespace) -> int:
     if r.status_code != 200:
         print(f"exotray measure: {data.get('error', r.text)}", file=sys.stderr)
         return 1
+    kept = data.get("capacity_of", data["interface"])  # (an agent from before it said)
     print(f"{data.get('peer_name') or data['peer']} via {data['interface']}: "
           f"{data['up_mbit_s']} Mbit/s up, {data['down_mbit_s']} Mbit/s down "
-          f"({data['streams']} streams, {data['seconds']:g} s each way); now the capacity "
-          f"of {data['interface']}")
+          f"({data['streams']} streams, {data['seconds']:g} s each way); "
+          + (f"now the capacity of {kept}" if kept else "nothing came through"
+             if not (data["up_mbit_s"] or data["down_mbit_s"]) else
+             f"not kept: which cable of {data['interface']} reaches the peer is not known yet"))
     return 0
 
 

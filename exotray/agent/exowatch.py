@@ -211,6 +211,11 @@ class ExoWatch:
         return self.members.get(iface, ())
 
     def for_link(self, peer_address: str, local_interface: str | None) -> list[exo.ExoInstance]:
+        """exo's instances over the link; through a bridge whose cable to the peer is
+        known, only those on that cable (as its counters and RDMA ports are the link's)."""
+        carrier = self.monitor.carrier(local_interface, peer_address)
+        if carrier and carrier != local_interface:
+            return exo.link_instances(self.state, peer_address, carrier)
         return exo.link_instances(self.state, peer_address, local_interface, self._members)
 
     def rdma_for(self, local_interface: str | None, instances: list[exo.ExoInstance],

@@ -166,8 +166,9 @@ def history_row(link: Link, now: float, t: float, rate: Rate | None,
 
 def saturation_event(link: Link, change: Transition, t: float, now: float, rate: Rate,
                      capacity: Capacity, util: float | None, *, node: str,
-                     label: str | None) -> tuple[str, float, dict]:
-    """(type, at, fields) of the event that reports `change` on `link`."""
+                     label: str | None, member: str | None = None) -> tuple[str, float, dict]:
+    """(type, at, fields) of the event that reports `change` on `link` (`member`: the
+    bridge cable whose numbers these are, as the snapshot's member_interface)."""
     q = queue_reading(link, now)
     return ("link_saturated" if change.saturated else "link_cleared", t, dict(
         link_id=link.id,
@@ -176,6 +177,7 @@ def saturation_event(link: Link, change: Transition, t: float, now: float, rate:
         node=node,
         local_interface=link.local_interface,
         local_label=label,
+        member_interface=member,
         utilization=r(util),
         rx_bytes_per_s=r(rate.rx_bytes_per_s, 1),
         tx_bytes_per_s=r(rate.tx_bytes_per_s, 1),

@@ -55,10 +55,12 @@ async def measure(link: Link, *, tester: CapacityTester, clients: HttpClients,
     rates = [r for r in (result["up_mbit_s"], result["down_mbit_s"]) if r]
     # through a bridge, the cable that reaches the peer is what was measured
     carrier = monitor.carrier(link.local_interface, link.target[0])
-    if carrier and rates:
-        monitor.measured(carrier, max(rates), result["measured_at"])
+    kept = bool(carrier and rates and monitor.measured(carrier, max(rates),
+                                                       result["measured_at"]))
     log.info("capacity of the link to %s via %s: %s Mbit/s up, %s Mbit/s down",
              link.peer.name or link.target[0], link.local_interface,
              result["up_mbit_s"], result["down_mbit_s"])
+    # capacity_of: the interface that now has this capacity (the bridge's cable), None
+    # when it was not kept
     return {**result, "link_id": link.id, "interface": link.local_interface,
-            "peer_name": link.peer.name}
+            "capacity_of": carrier if kept else None, "peer_name": link.peer.name}

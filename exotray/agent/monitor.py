@@ -134,9 +134,12 @@ class InterfaceMonitor:
                      nics: dict[str, sampler.NicInfo]) -> None:
         # Impossible rates are judged against what the hardware can carry (the NIC's
         # negotiated speed), never against a capacity the user gave: traffic above an
-        # override is real and is exactly what "over capacity" must show.
+        # override is real and is exactly what "over capacity" must show. Nor against a
+        # speed that is no port's limit: Linux reports a bridge's fastest port while the
+        # bridge counts the host's traffic over all of them, a tun says 10 Mbit/s and a
+        # veth 10 Gbit/s whatever they carry.
         limits = {name: nic.speed_mbit * cap.MBIT for name, nic in nics.items()
-                  if nic.speed_mbit}
+                  if nic.speed_mbit and self._port_speed(name)}
         rates = self.rates.update(now, counters, limits)
         for name, st in self.ifaces.items():
             if st.vanished_at is None:
@@ -228,6 +231,13 @@ class InterfaceMonitor:
         ]
 
     # -- capacity ----------------------------------------------------------------------
+    def _port_speed(self, name: str) -> bool:
+        """Whether `name`'s reported speed is a physical port's (a bound on its traffic)."""
+        st, hw = self.ifaces.get(name), self.hardware.get(name)
+        if st is not None and st.kind in ("virtual", "vpn", "loopback"):
+            return False
+        return not (hw is not None and hw.bridge)
+
     def _bridged(self, name: str | None) -> bool:
         hw = self.hardware.get(name)
         return hw is not None and hw.bridge and bool(hw.members)
@@ -237,12 +247,17 @@ class InterfaceMonitor:
         readers' (Thunderbolt, Wi-Fi PHY rate, macOS media); None where unknown."""
         hw = self.hardware.get(name)
         nic = self.nics.get(name)
+        st = self.ifaces.get(name)
+        if st is not None and st.kind == "vpn":  # a tun's 10 Mbit/s is the driver's constant
+            return None, None
         speed = (nic.speed_mbit if nic else None) or (hw.speed_mbit if hw else None)
         return speed, (hw.full_mbit if hw else None)
 
     def capacity_of(self, name: str, kind: str, nic: sampler.NicInfo | None) -> cap.Capacity:
         hw: HwLink | None = self.hardware.get(name)
         hw_speed = hw.speed_mbit if hw else None
+        if kind == "vpn":  # a tun's "10 Mbit/s" is a constant of the driver, no speed
+            hw, hw_speed, nic = None, None, None
         # a NIC speed is a wired port's negotiated media; Thunderbolt and Wi-Fi rates go
         # through the kind rule (capacity_source "kind": a Wi-Fi rate is a PHY rate)
         wired = hw_speed if hw is not None and kind not in ("thunderbolt", "wifi") else None
@@ -259,17 +274,19 @@ class InterfaceMonitor:
                 wifi_rate_mbit=hw_speed if kind == "wifi" else None),
         )
 
-    def measured(self, name: str, mbit: float, at: float) -> None:
+    def measured(self, name: str, mbit: float, at: float) -> bool:
         """A capacity test measured `mbit` through interface `name` (used from the next
         full sample on, kept in the state dir until the interface's speed changes). Not
-        kept for a bridge whose member is unknown: it measured one cable, not them all."""
+        kept for a bridge whose member is unknown: it measured one cable, not them all.
+        Whether it was kept."""
         if self._bridged(name):
             log.info("capacity measured through %s not kept: which of its cables it crossed "
                      "is not known yet", name)
-            return
+            return False
         st = self.ifaces.get(name)
         wifi = st is not None and st.kind == "wifi"
         self.store.put(name, mbit, at, None if wifi else self.speed_of(name)[0])
+        return True
 
     def measurement(self, name: str) -> Measured | None:
         return self.store.items.get(name)

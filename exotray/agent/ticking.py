@@ -197,7 +197,8 @@ class Ticker:
         if change is not None:
             type_, at, fields = linkstats.saturation_event(
                 link, change, t, now, rate, capacity, util, node=self.node_name(),
-                label=self.monitor.label(link.local_interface))
+                label=self.monitor.label(link.local_interface),
+                member=self.monitor.member(link.local_interface, link.target[0]))
             if rdma:  # "counted": RDMA bytes are in the rates; "not_counted": they are not
                 fields["rdma"] = rdma
             self.events.emit(type_, at, **fields)

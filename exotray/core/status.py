@@ -15,6 +15,8 @@ def status_lines(cluster: dict) -> list[str]:
             iface = lk.get("local_label") or lk.get("local_interface") or "?"
             if lk.get("local_interface") and lk.get("local_label") != lk.get("local_interface"):
                 iface = f"{lk['local_label']} ({lk['local_interface']})"
+            if lk.get("member_interface"):  # a bridge's cable: the numbers are its
+                iface += f" via {lk['member_interface']}"
             rows.append((
                 node["node"]["name"],
                 f"{peer} {lk['peer_address']}",

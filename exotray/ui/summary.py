@@ -164,6 +164,8 @@ def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | Non
     peer = event.get("peer_name") or event.get("peer_id") or "a peer"
     node = event.get("node") or self_name
     label = event.get("local_label") or event.get("local_interface") or "its link"
+    if event.get("member_interface"):  # a bridge's cable: the numbers are its
+        label += f" via {event['member_interface']}"
     kind = event.get("type")
     if kind in ("link_saturated", "link_cleared"):
         rate = max(event.get("rx_bytes_per_s") or 0, event.get("tx_bytes_per_s") or 0)

@@ -29,7 +29,7 @@ def edge_tooltip(edge: Edge, name: Callable[[str], str], ifaces: dict[str, linkw
         ("Loss", fmt.percent(p.get("loss"))),
         ("rx / tx", f"{fmt.rate(p.get('rx_bytes_per_s'))} / "
                     f"{fmt.rate(p.get('tx_bytes_per_s'))}"),
-        ("Utilization", fmt.percent(edge.utilization)),
+        ("Utilization", utilization_text(edge, name)),
         ("Capacity", capacity_text(p, ifaces.get(edge.a, {}))),
         ("Interface", linkwords.via(p, ifaces.get(edge.a, {}))),
     ]
@@ -91,6 +91,18 @@ def edge_exo(edge: Edge) -> list[str]:
             if text not in out:
                 out.append(text)
     return out
+
+
+def utilization_text(edge: Edge, name: Callable[[str], str]) -> str:
+    """The reporting end's utilization, beside its rx / tx and capacity; the other end's
+    too when the edge is coloured by it ("1 % · 95 % at gpu-b's end": there, a whole
+    interface that may also carry other peers' traffic)."""
+    p = edge.primary
+    own = None if p.get("rdma") == "not_counted" else p.get("utilization")
+    text = fmt.percent(own)
+    if edge.utilization is not None and edge.utilization != own:
+        text += f" · {fmt.percent(edge.utilization)} at {name(edge.b)}'s end"
+    return text
 
 
 def capacity_text(link: dict[str, Any], ifaces: linkwords.Ifaces) -> str:

@@ -402,8 +402,13 @@ def _measured(result: dict[str, Any], at: str) -> str:
     as_bytes = ", ".join(f"{fmt.capacity_rate(v)} {d}" for d, v in rates.items())
     as_bits = ", ".join(f"{fmt.capacity_other(v)} {d}" for d, v in rates.items())
     best = max(rates.values())  # the agent keeps the larger one
-    return (f"Measured at {at} via {result.get('interface')}: {as_bytes} ({as_bits}); "
-            f"now its capacity: {fmt.capacity_rate(best)}.")
+    via, kept = result.get("interface"), result.get("capacity_of", result.get("interface"))
+    if not kept:  # through a bridge whose cable to the peer is not known yet
+        return (f"Measured at {at} via {via}: {as_bytes} ({as_bits}); not kept: which "
+                f"cable of {via} reaches the peer is not known yet.")
+    whose = "its capacity" if kept == via else f"the capacity of {kept}, its cable"
+    return (f"Measured at {at} via {via}: {as_bytes} ({as_bits}); now {whose}: "
+            f"{fmt.capacity_rate(best)}.")
 
 
 def _banner_style() -> str:
