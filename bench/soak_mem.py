@@ -14,6 +14,7 @@ containers, and for a traced agent what tracemalloc saw grow.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -76,6 +77,24 @@ def slopes_table(runs: dict[str, tuple[str, list[dict]]], after: float) -> str:
         rows.append([name, label, f"{win[0]['t'] / 60:.1f}-{win[-1]['t'] / 60:.1f}",
                      f"{win[0]['rss_mib']:.1f}→{win[-1]['rss_mib']:.1f}", *cells,
                      *[_fmt(slope([(r["t"], r["rss_mib"]) for r in h])) for h in halves]])
+    return md_table(head, rows)
+
+
+def windows_table(runs: dict[str, tuple[str, list[dict]]], edges: list[float]) -> str:
+    """RSS, glibc in use, glibc free and SQLite slopes (MiB/min) in each window between
+    `edges` (minutes of the agents' life): does the growth level off?"""
+    spans = list(itertools.pairwise(edges))
+    cols = [("RSS", lambda r: r["rss_mib"]), ("in use", _malloc_in_use),
+            ("free", lambda r: r["malloc"]["fordblks"]),
+            ("SQLite", lambda r: r["sqlite_mib"] or 0)]
+    head = ["agent", "variant", *[f"{n} {a:g}-{b:g}" for a, b in spans for n, _ in cols]]
+    rows = []
+    for name, (label, lines) in runs.items():
+        cells = []
+        for a, b in spans:
+            win = [r for r in lines if a * 60 <= r["t"] <= b * 60 + 1]
+            cells += [_fmt(slope([(r["t"], f(r)) for r in win])) for _, f in cols]
+        rows.append([name, label, *cells])
     return md_table(head, rows)
 
 
@@ -144,12 +163,17 @@ def main() -> int:
     ap.add_argument("mem", type=Path)
     ap.add_argument("--after", type=float, default=180.0,
                     help="seconds of the agents' life from which to measure (rings full)")
+    ap.add_argument("--windows", default="",
+                    help="minutes, e.g. 3,10,20,30: slopes in each window between them")
     args = ap.parse_args()
     labels = None
     meta = args.mem / "variants.json"
     if meta.exists():
         labels = json.loads(meta.read_text())
     print(report(args.mem, labels, args.after))
+    if args.windows:
+        edges = [float(x) for x in args.windows.split(",")]
+        print(windows_table(read_runs(args.mem, labels), edges))
     return 0
 
 
