@@ -7,7 +7,10 @@ bursts; RSS, open fds, threads and asyncio tasks sampled every minute, as a tabl
     sudo .venv/bin/python bench/soak.py --split --minutes 45 --sharing stream
         # each agent different (SPLIT below), all under bench/_mem_probe.py, whose
         # per-minute lines (malloc, SQLite, zeroconf, gc types, tracemalloc) land in
-        # bench/results/soak-mem-causes/n<i>.jsonl (soak-mem-rings with --split rings)
+        # bench/results/soak-mem-causes/n<i>.jsonl (soak-mem-rings with --split rings);
+        # bench/soak_mem.py reads them (slopes and what grew), also again later
+    cd /tmp && sudo PYTHONPATH=$TREE $TREE/.venv/bin/python $TREE/bench/soak.py \
+        --split rings --minutes 30     # 120 s rings: 28 minutes after they are full
 
 Needs root, iproute2, iperf3 (like tests/lab). Writes bench/results/soak.json.
 Lab names and addresses: XT_LAB_TAG_PREFIX and XT_LAB_NET (tests/lab/netlab.py).
@@ -44,29 +47,26 @@ SPLIT: list[tuple[str, dict]] = [
     ("fast, no mDNS, no database", {"extra": (*FAST, *NO_DB), "mdns": False,
                                      "env": {"XT_MEM_BASE": "1000"}}),
 ]
-#: --split rings: every agent's history rings shortened (bench/_mem_probe.py's
-#: XT_MEM_RING_S), so that a short run shows both the rings filling and what follows.
-#: Agents marked "ref" run the tree given by --ref (the other agents this checkout).
-#: - at a 0.1 s interval with 360 s rings: 3601-row rings, as an hour at 1 s makes them
-#:   (same arrays, same number of reallocations), full in 6 minutes;
-#: - at the default interval with 120 s rings: 5 minutes after they fill at real rates.
-FILL = {"extra": ("--interval", "0.1"), "env": {"XT_MEM_RING_S": "360"}}
-AFTER = {"env": {"XT_MEM_RING_S": "120"}}
+#: --split rings: every agent's history rings shortened to 120 s (bench/_mem_probe.py's
+#: XT_MEM_RING_S) so that they are full 2 minutes after start and the rest of the run is
+#: "after the rings fill"; all agents run this tree (the same sharing protocol), at the
+#: default interval unless said. Each variant takes one cause away or adds one look:
+RING = {"XT_MEM_RING_S": "120", "XT_MEM_EVERY": "30", "XT_MEM_BASE": "150"}
 SPLIT_RINGS: list[tuple[str, dict]] = [
-    ("ref, 0.1 s, 3601-row rings", {**FILL, "ref": True}),
-    ("ref, 0.1 s, 3601-row rings", {**FILL, "ref": True}),
-    ("0.1 s, 3601-row rings", FILL),
-    ("0.1 s, 3601-row rings", FILL),
-    ("ref, 120 s rings", {**AFTER, "ref": True}),
-    ("ref, 120 s rings, tracemalloc", {"ref": True, "env": {
-        "XT_MEM_RING_S": "120", "XT_MEM_TRACE": "8", "XT_MEM_BASE": "150"}}),
-    ("120 s rings", AFTER),
-    ("ref, 120 s rings, no mDNS, no database", {"ref": True, "extra": NO_DB, "mdns": False,
-                                               "env": {"XT_MEM_RING_S": "120"}}),
+    ("control", {"env": RING}),
+    ("control (twin)", {"env": RING}),
+    ("tracemalloc (from 150 s)", {"env": {**RING, "XT_MEM_TRACE": "8"}}),
+    ("malloc_trim each minute", {"env": {**RING, "XT_MEM_TRIM": "1", "XT_MEM_EVERY": "60"}}),
+    ("no mDNS", {"mdns": False, "env": RING}),
+    ("no database", {"extra": NO_DB, "env": RING}),
+    ("no mDNS, no database", {"extra": NO_DB, "mdns": False, "env": RING}),
+    ("0.1 s interval (10x rows, probes, frames)", {"extra": ("--interval", "0.1"),
+                                                   "env": RING}),
 ]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "lab")]
 
 import soak  # noqa: E402
+import soak_mem  # noqa: E402
 from _harness import machine_info, machine_line, md_table, write_json  # noqa: E402
 
 
@@ -80,8 +80,8 @@ def main() -> int:
     ap.add_argument("--split", nargs="?", const="causes", choices=["causes", "rings"],
                     help="each agent a different variant (SPLIT, or SPLIT_RINGS: shortened "
                          "rings), memory probes on all")
-    ap.add_argument("--ref", default="/work/wt-ref",
-                    help="the tree that agents marked 'ref' run (PYTHONPATH)")
+    ap.add_argument("--after", type=float, default=180.0,
+                    help="--split: slopes from this many seconds of the agents' life on")
     ap.add_argument("--probe-scale", type=float, default=1.0,
                     help="multiply the probes' periods (XT_MEM_EVERY, XT_MEM_BASE): 0.1 for "
                          "a short check of the harness")
@@ -94,14 +94,14 @@ def main() -> int:
         mem.mkdir(parents=True, exist_ok=True)
         for old in mem.glob("n*.*"):
             old.unlink()
+        (mem / "variants.json").write_text(json.dumps([label for label, _ in split]))
         def scaled(env: dict) -> dict:
             env = {"XT_MEM_EVERY": "60", "XT_MEM_BASE": "600", **env}
             return {k: f"{float(v) * args.probe_scale:g}" if k in SCALED else v
                     for k, v in env.items()}
         variants = [{**v, "runner": PROBE,
                      "env": scaled({"XT_MEM_OUT": str(mem / f"n{i + 1}.jsonl"),
-                                    **v.get("env", {}),
-                                    **({"PYTHONPATH": args.ref} if v.get("ref") else {})})}
+                                    **v.get("env", {})})}
                     for i, (_, v) in enumerate(split)]
     with tempfile.TemporaryDirectory(prefix="exotray-soak-") as tmp:
         rows = soak.run(Path(tmp), args.hosts, args.minutes * 60, args.every,
@@ -114,14 +114,16 @@ def main() -> int:
                     shutil.copy(f, mem / f.name)
     if args.split:
         print_split(rows, split)
-        print_mem(mem, split)
+        print(soak_mem.report(mem, [label for label, _ in split], args.after) + "\n")
     table = []
     for t in sorted({r["t"] for r in rows}):
-        at = [r for r in rows if r["t"] == t]
+        at = [r for r in rows if r["t"] == t and r["rss_mib"] is not None]
+        if not at:
+            continue
         table.append([f"{t / 60:.1f}", f"{statistics.median(r['rss_mib'] for r in at):.1f}",
                       f"{max(r['rss_mib'] for r in at):.1f}", str(max(r["fds"] for r in at)),
-                      str(max(r["threads"] for r in at)), str(max(r["tasks"] for r in at)),
-                      f"{min(r['links_up'] for r in at)}/{args.hosts - 1}"])
+                      str(max(r["threads"] for r in at)), _agg(max, at, "tasks"),
+                      f"{_agg(min, at, 'links_up')}/{args.hosts - 1}"])
     sharing = args.sharing or "default"
     print(f"## exotray soak: {args.hosts} agents, {args.minutes:g} min, iperf3 bursts, "
           f"sharing {sharing}\n")
@@ -132,58 +134,30 @@ def main() -> int:
     return 0
 
 
+def _agg(f, rows: list[dict], key: str) -> str:
+    """f over the rows that have key (an agent that did not answer a round has None)."""
+    vals = [r[key] for r in rows if r[key] is not None]
+    return str(f(vals)) if vals else "?"
+
+
 def print_split(rows: list[dict], split: list[tuple[str, dict]]) -> None:
-    """RSS per agent (variant) at a few times, and its slope over the last half."""
+    """RSS per agent (variant) at a few times (as the sampler read /proc), and its slope
+    over the run's second half."""
     ts = sorted({r["t"] for r in rows})
     picks = sorted({ts[int(k * (len(ts) - 1) / 6)] for k in range(7)})
     head = ["agent", "variant", *[f"{t / 60:.0f} min" for t in picks], "MiB/min, 2nd half",
-            "events"]
+            "events", "rounds unanswered"]
     table = []
     for i, (label, _) in enumerate(split):
         mine = {r["t"]: r for r in rows if r["agent"] == f"n{i + 1}"}
-        half = [t for t in ts if t >= ts[-1] / 2]
-        slope = ((mine[half[-1]]["rss_mib"] - mine[half[0]]["rss_mib"])
-                 / max((half[-1] - half[0]) / 60, 1e-9))
-        table.append([f"n{i + 1}", label, *[f"{mine[t]['rss_mib']:.1f}" for t in picks],
-                      f"{slope:+.3f}", str(mine[ts[-1]]["events"])])
-    print(md_table(head, table) + "\n")
-
-
-#: what print_mem follows, from bench/_mem_probe.py's lines
-MEM_PARTS: list[tuple[str, object]] = [
-    ("RSS", lambda r: r["rss_mib"]),
-    ("[heap]", lambda r: r["smaps_mib"].get("heap", 0)),
-    ("anon maps", lambda r: r["smaps_mib"].get("anon", 0)),
-    ("malloc in use", lambda r: r["malloc"]["uordblks"] + r["malloc"]["hblkhd"]),
-    ("malloc free", lambda r: r["malloc"]["fordblks"]),
-    ("SQLite", lambda r: r["sqlite_mib"] or 0),
-    ("traced", lambda r: r.get("traced_mib")),
-    ("py blocks k", lambda r: r["py_blocks"] / 1000),
-    ("zc records", lambda r: sum(z["cache_records"] for z in r["zeroconf"])),
-    ("zc expiry heap", lambda r: sum(z["expire_heap"] for z in r["zeroconf"])),
-    ("zc questions", lambda r: sum(z["question_history"] for z in r["zeroconf"])),
-]
-
-
-def print_mem(mem: Path, split: list[tuple[str, dict]]) -> None:
-    """Per agent: each part's change per minute over the run's second half."""
-    head = ["agent", "variant", "min", *[f"{n} /min" for n, _ in MEM_PARTS]]
-    table = []
-    for i, (label, _) in enumerate(split):
-        path = mem / f"n{i + 1}.jsonl"
-        if not path.exists():
-            continue
-        lines = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
-        if len(lines) < 3:
-            continue
-        half = [r for r in lines if r["t"] >= lines[-1]["t"] / 2]
-        a, b = half[0], half[-1]
-        mins = max((b["t"] - a["t"]) / 60, 1e-9)
-        cells = []
-        for _, f in MEM_PARTS:
-            va, vb = f(a), f(b)
-            cells.append("" if va is None or vb is None else f"{(vb - va) / mins:+.3f}")
-        table.append([f"n{i + 1}", label, f"{a['t'] / 60:.0f}-{b['t'] / 60:.0f}", *cells])
+        half = [(t, mine[t]["rss_mib"]) for t in ts
+                if t >= ts[-1] / 2 and mine.get(t, {}).get("rss_mib") is not None]
+        s = soak_mem.slope(half)
+        table.append([f"n{i + 1}", label,
+                      *[f"{mine[t]['rss_mib']:.1f}" if mine.get(t, {}).get("rss_mib")
+                        else "?" for t in picks],
+                      "?" if s is None else f"{s:+.3f}", str(mine[ts[-1]]["events"]),
+                      str(sum(1 for r in mine.values() if r["tasks"] is None))])
     print(md_table(head, table) + "\n")
 
 

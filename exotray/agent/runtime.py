@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from exotray import __version__
-from exotray.agent import control, hwread, onlink, sampler, views
+from exotray.agent import control, hwread, onlink, sampler, trim, views
 from exotray.agent import links as linkstats
 from exotray.agent.api import create_app, lazy_registry
 from exotray.agent.captest import CapacityTester
@@ -308,6 +308,8 @@ class Agent:
         api = self.loops.run("api", self._server.serve(sockets=[tcp]))
         self._start_loops()
         self.loops.every("resolve", 10.0, lambda: resolve_manual_peers(self.table, self.clock))
+        if (trimmer := trim.Trimmer()).available:  # glibc's free pages back (trim.py)
+            self.loops.every("trim", trim.TRIM_EVERY_S, trimmer)
         while not self._server.started:
             if api.done():
                 api.result()

@@ -4,24 +4,61 @@ and bench/soak.py (1 hour, opt-in)."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
+import httpx
 import netlab
 from netlab import Agents
 
+#: the sampler's read of an agent's snapshot: a slow answer (a busy 2-core machine, an
+#: agent's own memory probe holding the GIL) is retried, then skipped for this round —
+#: it never ends the run
+SNAPSHOT_TIMEOUT_S = 10.0
+SNAPSHOT_TRIES = 3
 
-def sample(agent) -> dict:
+
+def _snapshot(agent, log) -> dict | None:
+    for attempt in range(1, SNAPSHOT_TRIES + 1):
+        try:
+            r = httpx.get(agent.url + "/v1/snapshot", timeout=SNAPSHOT_TIMEOUT_S,
+                          trust_env=False)
+            r.raise_for_status()
+            return r.json()
+        except (httpx.HTTPError, ValueError) as e:
+            log(f"[soak] {agent.name}: snapshot read {attempt}/{SNAPSHOT_TRIES} failed: "
+                f"{type(e).__name__}: {e}")
+    return None
+
+
+def sample(agent, log=print) -> dict:
+    """RSS, fds and threads from /proc; tasks and links from the agent's snapshot (None
+    when the agent did not answer this round; `alive` False when the process is gone)."""
     pid = agent.proc.pid
-    status = Path(f"/proc/{pid}/status").read_text()
-    rss_kb = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("VmRSS")))
-    snap = agent.get("/v1/snapshot")
+    if agent.proc.poll() is not None:
+        log(f"[soak] {agent.name}: process exited with {agent.proc.returncode}")
+        return {"alive": False, "rss_mib": None, "fds": None, "threads": None,
+                "tasks": None, "links_up": None, "events": _lines(agent.events_path)}
+    snap = _snapshot(agent, log)
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        rss_kb = int(next(ln.split()[1] for ln in status.splitlines()
+                          if ln.startswith("VmRSS")))
+        fds = len(list(Path(f"/proc/{pid}/fd").iterdir()))
+        threads = len(list(Path(f"/proc/{pid}/task").iterdir()))
+    except (OSError, StopIteration):  # it exited while being read
+        log(f"[soak] {agent.name}: /proc/{pid} gone while sampling")
+        return {"alive": False, "rss_mib": None, "fds": None, "threads": None,
+                "tasks": None, "links_up": None, "events": _lines(agent.events_path)}
     return {
+        "alive": True,
         "rss_mib": rss_kb / 1024,
-        "fds": len(list(Path(f"/proc/{pid}/fd").iterdir())),
-        "threads": len(list(Path(f"/proc/{pid}/task").iterdir())),
-        "tasks": snap["counters"]["asyncio_tasks"],
-        "links_up": sum(1 for lk in snap["links"] if lk["state"] != "down"),
+        "fds": fds,
+        "threads": threads,
+        "tasks": snap["counters"]["asyncio_tasks"] if snap else None,
+        "links_up": (sum(1 for lk in snap["links"] if lk["state"] != "down")
+                     if snap else None),
         "events": _lines(agent.events_path),
     }
 
@@ -65,7 +102,8 @@ def run(tmp: Path, hosts: int, seconds: float, every: float, burst_s: int = 5,
             while (now := time.monotonic()) - start < seconds:
                 if now >= next_sample:
                     for a in procs:
-                        rows.append({"t": round(now - start, 1), "agent": a.name, **sample(a)})
+                        rows.append({"t": round(now - start, 1), "agent": a.name,
+                                     **sample(a, log)})
                     log(f"[soak] t={now - start:.0f}s sampled {len(procs)} agents")
                     next_sample += every
                 # a bounded load burst between two hosts, rotating
@@ -73,8 +111,13 @@ def run(tmp: Path, hosts: int, seconds: float, every: float, burst_s: int = 5,
                 pair += 1
                 srv = lab.iperf_server(dst)
                 cli = lab.iperf_client(src, dst, burst_s, "-b", "200M")  # bursts, not a hog
-                cli.wait(burst_s + 30)
-                srv.wait(10)
+                for p, wait in ((cli, burst_s + 30), (srv, 10)):
+                    try:
+                        p.wait(wait)
+                    except subprocess.TimeoutExpired:  # a hung burst is ended, not the run
+                        log(f"[soak] iperf3 {p.args[3:5]} did not end in {wait} s: killed")
+                        p.kill()
+                        p.wait(5)
                 time.sleep(1)
         finally:
             agents.close()
