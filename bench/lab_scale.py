@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -62,8 +63,14 @@ def run_row(lab: netlab.Lab, agents_tmp: Path, n: int, sharing: str,
     (agents_tmp / f"p{n}-{sharing}").mkdir()
     t_start = time.monotonic()
     try:
+        counted = {}
+        if args.profile:  # the hub under bench/_loop_counter.py: cProfile, CPU clock
+            counted = {"runner": str(Path(__file__).resolve().parent / "_loop_counter.py"),
+                       "env": {"XT_COUNT_OUT": str(Path(args.profile) / f"hub-{n}-{sharing}"),
+                               "XT_COUNT_AFTER": str(args.profile_after),
+                               "XT_COUNT_PROFILE": "1"}}
         hub = agents.start(hub_host, "--sharing", sharing, name="hub", mdns=False,
-                           peers=[f"{h.addr}:{PORT}" for h in spokes_hosts])
+                           peers=[f"{h.addr}:{PORT}" for h in spokes_hosts], **counted)
         spokes = [agents.start(h, "--sharing", sharing, name=f"s{i + 1}", mdns=False,
                                peers=[f"{hub_host.addr}:{PORT}"])
                   for i, h in enumerate(spokes_hosts)]
@@ -83,8 +90,16 @@ def run_row(lab: netlab.Lab, agents_tmp: Path, n: int, sharing: str,
         rx0, tx0 = lab.counters(hub_host)
         t0 = time.monotonic()
         c0 = cpu_s(proc)
+        k0_times = proc.cpu_times()
         sc0 = [cpu_s(p) for p in sprocs]
         rss, threads, samples = [], [], []
+        spy = None
+        if args.py_spy:  # where the hub's CPU goes, over the same window (raw stacks)
+            spy = subprocess.Popen(
+                ["py-spy", "record", "--pid", str(proc.pid), "--rate", "400", "--nonblocking",
+                 "--duration", str(int(args.seconds)), "--format", "raw", "--output",
+                 str(Path(args.py_spy) / f"hub-{n}-{sharing}.txt")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         last_t, last_c = t0, c0
         end = t0 + args.seconds
         for _ in range(int(args.seconds) + 2):  # counted; one sample a second
@@ -103,6 +118,9 @@ def run_row(lab: netlab.Lab, agents_tmp: Path, n: int, sharing: str,
             last_t, last_c = t, c
         t1 = time.monotonic()
         c1 = cpu_s(proc)
+        k1_times = proc.cpu_times()
+        if spy is not None:
+            spy.wait(timeout=30)
         sc1 = [cpu_s(p) for p in sprocs]
         rx1, tx1 = lab.counters(hub_host)
         wall = t1 - t0
@@ -125,6 +143,10 @@ def run_row(lab: netlab.Lab, agents_tmp: Path, n: int, sharing: str,
             "start_to_links_up_s": round(started_s, 2),
             "seconds": round(wall, 2),
             "hub_cpu_pct_one_core": 100.0 * (c1 - c0) / wall,
+            # the kernel's share: on veths and a bridge, a datagram's whole path into
+            # the receiving namespace runs in the sender's system time
+            "hub_cpu_user_pct": 100.0 * (k1_times.user - k0_times.user) / wall,
+            "hub_cpu_system_pct": 100.0 * (k1_times.system - k0_times.system) / wall,
             "hub_cpu_pct_max_sample": max(samples) if samples else None,
             "hub_cpu_pct_samples": [round(x, 2) for x in samples],
             "hub_rss_mib_median": statistics.median(rss),
@@ -170,6 +192,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--net", type=int, default=None,
                     help="lab addresses 10.213.<NET>.0/24 (random 100..198 if not given)")
     ap.add_argument("--name", default="lab_scale", help="results file name")
+    ap.add_argument("--profile", default=None, metavar="DIR",
+                    help="run the hub under cProfile (CPU clock; inflates its CPU) from "
+                         "--profile-after s after its start until it stops: "
+                         "DIR/hub-<P>-<sharing>.prof")
+    ap.add_argument("--profile-after", type=float, default=45.0)
+    ap.add_argument("--py-spy", default=None, metavar="DIR",
+                    help="also record the hub with py-spy over each window (raw stacks "
+                         "in DIR/hub-<P>-<sharing>.txt; py-spy on PATH)")
     args = ap.parse_args(argv)
     protocols = [x.strip() for x in args.sharing.split(",") if x.strip()]
     if not protocols or any(x not in ("poll", "stream") for x in protocols):
@@ -205,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     def f(v: float | None, nd: int) -> str:
         return "–" if v is None else f"{v:.{nd}f}"
 
-    headers = ["P", "sharing", "hub CPU %", "max 1 s", "RSS MiB med / max", "probe B/s/peer",
+    headers = ["P", "sharing", "hub CPU %", "user / sys %", "max 1 s", "RSS MiB med / max", "probe B/s/peer",
                "reflect B/s/peer", "veth tx B/s/peer", "veth tx kB/s total", "veth rx B/s/peer",
                "hub snapshot B", "stream out / in B/s/peer", "spoke CPU % mean / max",
                "links up", "start s"]
@@ -219,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             r["peers"],
             r["sharing"],
             f(r["hub_cpu_pct_one_core"], 2),
+            f"{r['hub_cpu_user_pct']:.2f} / {r['hub_cpu_system_pct']:.2f}",
             f(r["hub_cpu_pct_max_sample"], 1),
             f"{r['hub_rss_mib_median']:.1f} / {r['hub_rss_mib_max']:.1f}",
             f(r["probe_bytes_per_peer_per_s"], 0),
