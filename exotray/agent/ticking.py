@@ -141,12 +141,12 @@ class Ticker:
         addresses_changed = self.update_ifaces(nics, now) if full else False
         self.monitor.update_rates(now, counters, nics)
         links = self.table.links.values()
-        # between full ticks, nothing to judge unless some interface may be busy
-        judging = full or self._any_busy(now)
+        # between full ticks, only the links that are busy or whose interface may be
+        judging = (lambda _: True) if full else self._to_judge(now)
         for link in links:
             if full and (addresses_changed or now - link.route_checked >= ROUTE_REFRESH_S):
                 self.prober.route(link, now, recheck=addresses_changed)
-            if judging:
+            if judging is not None and judging(link):
                 self.judge(link, t, full, now)
         if full:
             self.monitor.record_history(t)
@@ -168,18 +168,23 @@ class Ticker:
         if self.nic_changes is not None:
             self.nic_changes.close()
 
-    def _any_busy(self, now: float) -> bool:
-        """Whether any link is busy or any interface's numbers say one may be (cheap:
-        once per tick, not per link); with exo's RDMA counters in the rates, always."""
+    def _to_judge(self, now: float) -> Callable[[Link], bool] | None:
+        """Between full ticks, which links to judge (None: none): those busy and those
+        whose interface's numbers say they may be, decided once per interface, not by
+        each link's numbers (on a hub one link in question made all 64 fetch theirs
+        every tick); with exo's RDMA counters in the rates, all."""
         if self.exo.state is not None or self.exo.rdma_rates.rates:
-            return True
+            return lambda _: True
         links = self.table.links.values()
-        if any(lk.busy_until > now for lk in links):
-            return True
         threshold = min((lk.detector.params.threshold for lk in links), default=1.0)
-        return any(pacing.iface_may_be_busy(st.rate, st.capacity.bytes_per_s,
-                                            self.own.peak, threshold)
-                   for st in self.monitor.ifaces.values() if st.vanished_at is None)
+        hot = {name for name, st in self.monitor.ifaces.items() if st.vanished_at is None
+               and pacing.iface_may_be_busy(st.rate, st.capacity.bytes_per_s, self.own.peak,
+                                            threshold)}
+        if not hot and not any(lk.busy_until > now for lk in links):
+            return None
+        carrier = self.monitor.carrier
+        return lambda lk: lk.busy_until > now or carrier(lk.local_interface,
+                                                          lk.target[0]) in hot
 
     def judge(self, link: Link, t: float, full: bool = True, now: float | None = None,
               ) -> None:

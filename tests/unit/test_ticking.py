@@ -179,3 +179,40 @@ def test_fewer_probes_per_interval_are_spread_over_the_ticks(agent):
         agent.ticker.tick()
     assert sends == [True, False, True, False] * 2  # 2 an interval, half an interval apart
     assert agent.ticker.period(1.0, 8) == 0.125  # more than 4: ticks of an eighth
+
+
+def test_between_full_ticks_only_the_links_that_may_be_busy_are_judged(agent):
+    """A link in question on one interface does not make a quiet link on another fetch
+    its numbers at every tick: between full ticks only the busy one is judged; at the
+    full tick both are."""
+    quiet_if, quiet_peer = "xt1", "10.213.161.2"
+    nic1 = NicInfo(quiet_if, True, 1000.0, ("10.213.161.1",), (("10.213.161.1", 24),),
+                   multicast=True)
+    quiet_counters = [5_000, 5_000]
+    agent.monitor.read = lambda full: (
+        {IFACE: tuple(agent.counters), quiet_if: tuple(quiet_counters)},
+        {IFACE: NIC, quiet_if: nic1})
+    peer = agent.table.add_manual(quiet_peer, 52480)
+    peer.manual_targets = [(quiet_peer, 52480)]
+    agent.table.set_targets(peer)
+    quiet = agent.links[(quiet_peer, 52480)]
+    quiet.up, quiet.last_reply = True, agent.now_[0]
+    quiet.path.update([quiet_if], quiet_if)
+    quiet.local_interface = quiet_if
+    (busy,) = [lk for lk in agent.links.values() if lk is not quiet]
+    judged: list[tuple[str, bool]] = []
+    judge = agent.ticker.judge
+
+    def counted(link, t, full=True, now=None):
+        judged.append((link.local_interface, full))
+        return judge(link, t, full, now)
+
+    agent.ticker.judge = counted
+    _ticks(agent, 64, 250)  # both at rest (1 kB/s), their holds over
+    judged.clear()
+    _ticks(agent, 8, 2_000_000)  # 8 MB/s on xt0: its link is in question
+    assert busy.busy_until > agent.now_[0]
+    subs = [name for name, full in judged if not full]
+    fulls = [name for name, full in judged if full]
+    assert subs and set(subs) == {IFACE}  # the quiet link: not between full ticks
+    assert sorted(fulls) == sorted([IFACE, quiet_if] * 2)  # both on the 2 full ticks
