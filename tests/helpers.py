@@ -32,6 +32,19 @@ def free_port() -> int:
     raise RuntimeError("no free port")
 
 
+def manual_link(agent: Any, address: str, iface: str, port: int = 52480) -> Any:
+    """A manual peer of an in-process Agent at `address`, as the resolver leaves it, and
+    its one link up through `iface`, as the route lookup would have it."""
+    peer = agent.table.add_manual(address, port)
+    peer.manual_targets = [(address, port)]
+    agent.table.set_targets(peer)
+    link = agent.links[(address, port)]
+    link.up = True
+    link.path.update([iface], iface)
+    link.local_interface = iface
+    return link
+
+
 def wait_for(pred: Callable[[], Any], timeout: float, every: float = 0.05) -> Any:
     """Poll pred until it returns something truthy; return it, or None at the deadline."""
     deadline = time.monotonic() + timeout

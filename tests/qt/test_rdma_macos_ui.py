@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import manual_link
 
 from exotray.agent import exo
 from exotray.agent.runtime import Agent
@@ -45,13 +46,7 @@ def agent_on_a_mac(tmp_path, ibv_devinfo: str | None, rdma_ctl: str | None) -> A
     agent.exo.platform, agent.exo.run = "darwin", run
     counters = [10_000, 20_000]
     agent.monitor.read = lambda full: ({"en3": tuple(counters)}, {"en3": NIC})
-    peer = agent.table.add_manual(PEER, 52480)
-    peer.manual_targets = [(PEER, 52480)]
-    agent.table.set_targets(peer)
-    (link,) = agent.links.values()
-    link.up = True
-    link.path.update(["en3"], "en3")
-    link.local_interface = "en3"
+    manual_link(agent, PEER, "en3")
     # one exo poll, its worker-thread half: exo's state, then the macOS commands
     state = exo.parse_state(exo.decode_state((FIX / "exo" / "state_jaccl.json").read_bytes()),
                             NODE)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import manual_link
 
 from exotray.agent import exo
 from exotray.agent.exowatch import ExoWatch
@@ -155,13 +156,7 @@ def test_a_saturated_bridged_link_names_the_cable_its_numbers_are_of(tmp_path):
     hw._members[("bridge0", peer_ip)] = "en3"
     rx = {n: 0 for n in nics}
     agent.monitor.read = lambda full: ({n: (v, 0) for n, v in rx.items()}, nics)
-    peer = agent.table.add_manual(peer_ip, 52480)
-    peer.manual_targets = [(peer_ip, 52480)]
-    agent.table.set_targets(peer)
-    (link,) = agent.links.values()
-    link.up = True
-    link.path.update(["bridge0"], "bridge0")
-    link.local_interface = "bridge0"
+    link = manual_link(agent, peer_ip, "bridge0")
     for _ in range(6 * 4):  # 6 s at 2.4 GB/s on en3 (20 Gbit/s): 96 %
         now[0] += 0.25
         rx["en3"] += 600_000_000

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import manual_link
 from ttar import untar
 
 from exotray.agent import exo
@@ -42,13 +43,7 @@ def test_idle_ip_busy_rdma_link_saturates_and_history_holds_the_total(tmp_path):
     agent.exo.sysfs_ib = tree
     ip = [1_000_000, 2_000_000]  # the interface's own counters: 1 kB/s each way, idle
     agent.monitor.read = lambda full: ({IFACE: tuple(ip)}, {IFACE: NIC})
-    peer = agent.table.add_manual(PEER, 52480)
-    peer.manual_targets = [(PEER, 52480)]  # as the resolver sets an address
-    agent.table.set_targets(peer)
-    (link,) = agent.links.values()
-    link.up = True
-    link.path.update([IFACE], IFACE)
-    link.local_interface = IFACE
+    link = manual_link(agent, PEER, IFACE)
 
     def second() -> None:
         """One second of the agent: four counter readings, one RDMA read (exowatch's

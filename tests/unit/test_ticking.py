@@ -8,6 +8,7 @@ of this size on this machine: `monitor.read`), the clock is injected."""
 from __future__ import annotations
 
 import pytest
+from helpers import manual_link
 
 from exotray.agent.runtime import Agent
 from exotray.agent.sampler import NicInfo
@@ -25,14 +26,8 @@ def agent(tmp_path):
     a = Agent(s, clock=lambda: now[0])
     a.counters = [1_000_000, 1_000_000]
     a.monitor.read = lambda full: ({IFACE: tuple(a.counters)}, {IFACE: NIC})
-    peer = a.table.add_manual(PEER, 52480)
-    peer.manual_targets = [(PEER, 52480)]
-    a.table.set_targets(peer)
-    (link,) = a.links.values()
-    link.up = True
+    link = manual_link(a, PEER, IFACE)
     link.last_reply = now[0]
-    link.path.update([IFACE], IFACE)
-    link.local_interface = IFACE
     a.now_ = now
     a.judged = []
     update = link.detector.update
@@ -192,13 +187,8 @@ def test_between_full_ticks_only_the_links_that_may_be_busy_are_judged(agent):
     agent.monitor.read = lambda full: (
         {IFACE: tuple(agent.counters), quiet_if: tuple(quiet_counters)},
         {IFACE: NIC, quiet_if: nic1})
-    peer = agent.table.add_manual(quiet_peer, 52480)
-    peer.manual_targets = [(quiet_peer, 52480)]
-    agent.table.set_targets(peer)
-    quiet = agent.links[(quiet_peer, 52480)]
-    quiet.up, quiet.last_reply = True, agent.now_[0]
-    quiet.path.update([quiet_if], quiet_if)
-    quiet.local_interface = quiet_if
+    quiet = manual_link(agent, quiet_peer, quiet_if)
+    quiet.last_reply = agent.now_[0]
     (busy,) = [lk for lk in agent.links.values() if lk is not quiet]
     judged: list[tuple[str, bool]] = []
     judge = agent.ticker.judge
