@@ -95,6 +95,8 @@ class App(QObject):
             self.supervisor.stop()
         self.notifier.close()
         self.tray.hide()
+        if self.window is not None:
+            self.window.release()
         QApplication.quit()
 
     # -- agent -> views ------------------------------------------------------------------

@@ -43,6 +43,11 @@ class Crosshair(QObject):
         label.setTextFormat(Qt.TextFormat.PlainText)
         label.setText(HINT)
 
+    def release(self) -> None:
+        """Stop following the mouse (the charts are about to go)."""
+        for plot in self._plots:
+            plot.viewport().removeEventFilter(self)
+
     def show_at(self, t: float) -> str:
         """Put the crosshair at time t; the read-out's text."""
         row = self._lookup(t)

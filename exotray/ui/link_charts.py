@@ -112,6 +112,14 @@ class LinkCharts:
     def plots(self) -> tuple[pg.PlotWidget, pg.PlotWidget]:
         return self.latency_plot, self.bandwidth_plot
 
+    def release(self) -> None:
+        """Unlink the two charts' time axes and stop following the mouse, before they
+        are destroyed: range changes still queued between linked views, handled while
+        one chart's axes are being deleted, crashed pyqtgraph (a segfault in
+        `AxisItem.linkedViewChanged`, seen once in CI at a window's teardown)."""
+        self.bandwidth_plot.getPlotItem().setXLink(None)
+        self.crosshair.release()
+
     # -- introspection (tests) ----------------------------------------------------------
     def curves(self) -> dict[str, pg.PlotCurveItem]:
         return {

@@ -244,6 +244,13 @@ class LinkDetails(QWidget):
         x0, x1 = self.charts.latency_plot.getPlotItem().getViewBox().viewRange()[0]
         return float(x0), float(x1)
 
+    def release(self) -> None:
+        """Before the window goes (the app quits): no more redraws or fetches, and the
+        charts unlinked (LinkCharts.release)."""
+        self._timer.stop()
+        self._settle.stop()
+        self.charts.release()
+
     def loaded(self) -> Loaded:
         """What the charts hold (tests and benchmarks read it)."""
         return self._data

@@ -137,6 +137,10 @@ class MainWindow(QMainWindow):
             events_arrived.connect(self.timeline.add_events)
         look.instance().changed.connect(self.restyle)
 
+    def release(self) -> None:
+        """The app quits: let the link's charts go safely (LinkDetails.release)."""
+        self.details.release()
+
     # -- data in -------------------------------------------------------------------------
     def set_agent_problem(self, text: str | None) -> None:
         """Show what is wrong with the agent (its last error line, plain text) in a banner

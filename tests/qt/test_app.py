@@ -135,3 +135,18 @@ def test_measure_capacity_button(qtbot, app):
     assert "bit/s up" in w.details.numbers()["result"]
     qtbot.wait(1500)  # a few cluster updates later, the result is still there
     assert "now its capacity" in w.details.numbers()["result"]
+
+
+def test_quit_lets_the_window_charts_go_safely(qtbot, app, monkeypatch):
+    """Quit releases the open window's charts (unlinked, no redraw timer) before the
+    event loop ends, so nothing queued between them runs while they are destroyed."""
+    from PySide6.QtWidgets import QApplication
+    quits = []
+    monkeypatch.setattr(QApplication, "quit", staticmethod(lambda: quits.append(1)))
+    app.open_window(_own_link(app)["id"])
+    released = []
+    monkeypatch.setattr(app.window.details.charts, "release",
+                        lambda: released.append(1))
+    app.quit()
+    assert released == [1] and quits == [1]
+    assert not app.window.details._timer.isActive()

@@ -348,3 +348,19 @@ def test_show_around_asks_for_what_it_shows(qtbot: Any, details: LinkDetails,
     assert not details.following()
     # the crosshair there says there is no data (yet)
     assert details.charts.crosshair.show_at(t).endswith("no data")
+
+
+def test_release_unlinks_the_charts_before_they_go(qtbot: Any, details: LinkDetails,
+                                                   history: dict) -> None:
+    """Before the window goes (the app quits), the time-linked charts are unlinked and
+    the redraw timer stopped: range changes queued between linked views, handled during
+    teardown, crashed pyqtgraph once in CI."""
+    lat, bw = (p.getPlotItem().getViewBox() for p in details.charts.plots())
+    t0, t1 = history["t"][0], history["t"][-1]
+    lat.setXRange(t0, t0 + 10, padding=0)
+    assert bw.viewRange()[0] == pytest.approx([t0, t0 + 10], abs=0.5)  # linked
+    details.release()
+    assert not details._timer.isActive()
+    lat.setXRange(t0 + 5, t1, padding=0)
+    qtbot.wait(10)
+    assert bw.viewRange()[0] == pytest.approx([t0, t0 + 10], abs=0.5)  # no longer
