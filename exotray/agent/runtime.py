@@ -44,6 +44,7 @@ from exotray.agent.sharing import PollSharing, Sharing
 from exotray.agent.sharing_stream import StreamSharing
 from exotray.agent.statedir import StartError, StateDirError, load_node_id, lock_state_dir
 from exotray.agent.store import HistoryStore
+from exotray.agent.stream_watch import Watch
 from exotray.agent.throttle import Throttled
 from exotray.agent.ticking import Ticker
 from exotray.core import paths
@@ -114,7 +115,8 @@ class Agent:
                      interval=lambda: self.interval, clock=clock, throttled=self._throttled)
         self.sharing: Sharing = (
             StreamSharing(self.table, self.clients, snapshot=self.snapshot,
-                          own=lambda: self.ticker.own.peak, **share)
+                          own=lambda: self.ticker.own.peak, watch=self._stream_watch(),
+                          **share)
             if settings.sharing == "stream" else PollSharing(self.table, self.clients, **share))
         self.exo = ExoWatch(settings.exo_url, monitor=self.monitor, clock=clock,
                             links=lambda: self.links.values(),
@@ -183,6 +185,18 @@ class Agent:
         if self._discovery_task is not None and not self._discovery_task.done():
             return  # the next sample tick tries again
         self._discovery_task = asyncio.create_task(d.restart(new), name="mdns-restart")
+
+    def _stream_watch(self) -> Watch:
+        """What the stream's producer asks before building this node's state."""
+        return Watch(
+            links=lambda: self.links.values(), ifaces=lambda: views.iface_dicts(self.monitor),
+            member=self.monitor.member, numbers=self.monitor.numbers,
+            top=lambda: {"node": views.node_dict(self.node_id, self.settings.name),
+                         "interval_s": self.interval},
+            events=lambda: sum(self.events.counts.values()),
+            exo_running=lambda: self.exo.state is not None or bool(self.exo.rdma_rates.rates),
+            own=lambda: self.ticker.own.peak,
+            now=lambda: self.ticker.last_sample or self.clock())
 
     # -- reads (pure: see views.py) ------------------------------------------------------
     def link_dict(self, link: Link, now: float) -> dict[str, Any]:

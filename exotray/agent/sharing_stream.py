@@ -32,6 +32,7 @@ from exotray.agent.clients import HttpClients
 from exotray.agent.peers import Peer, PeerTable
 from exotray.agent.sharing import PollSharing
 from exotray.agent.stream_serve import STREAM_ID_HEADER, STREAM_PATH, Producer, StreamEndpoint
+from exotray.agent.stream_watch import Watch
 from exotray.agent.throttle import Throttled
 from exotray.core.schema import Snapshot, SnapshotRejected
 
@@ -49,7 +50,7 @@ class StreamSharing:
                  key: Callable[[], bytes | None], interval: Callable[[], float],
                  clock: Callable[[], float], throttled: Throttled,
                  snapshot: Callable[[], dict], own: Callable[[], float] = lambda: 0.0,
-                 ) -> None:
+                 watch: Watch | None = None) -> None:
         self.table, self.clients, self.node_id = table, clients, node_id
         self._key, self._interval, self.clock, self._throttled = key, interval, clock, throttled
         #: peers without /v1/stream are polled by this one, sharing our counters
@@ -58,10 +59,11 @@ class StreamSharing:
         self.counters = self._poll.counters
         self.counters.update({k: 0 for k in (
             "stream_bytes_in", "stream_frames_in", "stream_bytes_out", "stream_frames_built",
-            "stream_deltas_waiting", "stream_subscribers", "stream_subscribers_dropped",
+            "stream_deltas_waiting", "stream_builds_skipped", "stream_subscribers",
+            "stream_subscribers_dropped",
             "stream_reconnects")})
         self.rejections = self._poll.rejections
-        self.producer = Producer(snapshot, key, clock, self.counters, own)
+        self.producer = Producer(snapshot, key, clock, self.counters, own, watch)
         self._following: dict[str, asyncio.Task] = {}
         #: peer key -> "stream" | "poll", what each peer speaks to us
         self.protocol: dict[str, str] = {}

@@ -13,10 +13,13 @@ import re
 import secrets
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from exotray.agent import stream_wire as W
+
+if TYPE_CHECKING:
+    from exotray.agent.stream_watch import Watch
 
 STREAM_PATH = "/v1/stream"
 STREAM_ID_HEADER = "x-exotray-stream"
@@ -41,8 +44,12 @@ class Producer:
 
     def __init__(self, snapshot: Callable[[], dict], key: Callable[[], bytes | None],
                  clock: Callable[[], float], counters: dict[str, int],
-                 own: Callable[[], float] = lambda: 0.0) -> None:
+                 own: Callable[[], float] = lambda: 0.0, watch: Watch | None = None,
+                 ) -> None:
         self._snapshot = snapshot
+        #: whether a prompt change may be in the state (stream_watch.py); None: always
+        #: build to find out
+        self._watch = watch
         self._own = own  # this agent's own traffic lately, bytes/s (pacing.OwnTraffic.peak)
         self._key = key
         self.clock = clock
@@ -59,6 +66,8 @@ class Producer:
 
     def _build(self) -> tuple[W.State, float, float]:
         snap = self._snapshot()  # numbers held against what subscribers last got
+        if self._watch is not None:
+            self._watch.built()
         return W.split(snap, self.state), float(snap["data_age_s"]), self.clock()
 
     def _frame(self, sub: _Sub, kind: bytes, body: bytes, digest: bytes | None) -> bytes:
@@ -91,9 +100,16 @@ class Producer:
         and queued for every subscriber — now if it holds a prompt change, else once
         W.HEARTBEAT intervals have passed since the last frame (a heartbeat, with every
         number that moved a display step meanwhile). Until then nothing is sent and what
-        moved waits: it is held against what subscribers have."""
+        moved waits: it is held against what subscribers have. Between heartbeats the
+        state is built only when the watch says a prompt change may be in it."""
         if not self.subs:
             self.state = None  # the next subscriber gets a fresh full snapshot
+            return
+        if (self.state is not None and self._watch is not None
+                and self.quiet + 1 < W.HEARTBEAT and not self._watch.moved(self.state)):
+            self.quiet += 1
+            self.counters["stream_deltas_waiting"] += 1
+            self.counters["stream_builds_skipped"] += 1
             return
         new, age, at = self._build()
         old = self.state or new

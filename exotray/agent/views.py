@@ -92,6 +92,17 @@ def iface_dict(st: IfaceState, monitor: InterfaceMonitor) -> dict[str, Any]:
     })
 
 
+def iface_dicts(monitor: InterfaceMonitor) -> list[dict[str, Any]]:
+    """This node's interfaces as its snapshot lists them (the vanished left out)."""
+    return [iface_dict(st, monitor)
+            for st in sorted(monitor.ifaces.values(), key=lambda s: s.name)
+            if st.vanished_at is None]
+
+
+def node_dict(node_id: str, name: str) -> dict[str, Any]:
+    return on_wire("node", {"id": node_id, "name": name, "version": __version__})
+
+
 def snapshot(*, node_id: str, name: str, interval: float, now: float,
              last_sample: float | None, monitor: InterfaceMonitor, links: Iterable[Link],
              probe: ProbeSocket | None, platform: str, paused: bool,
@@ -110,16 +121,13 @@ def snapshot(*, node_id: str, name: str, interval: float, now: float,
     if probe is not None and health.local_network_denied(
             platform, probe.hostunreach_streak, len(links)):
         warnings.append(health.LOCAL_NETWORK_DENIED)
-    ifaces = [iface_dict(st, monitor)
-              for st in sorted(monitor.ifaces.values(), key=lambda s: s.name)
-              if st.vanished_at is None]
     return on_wire("snapshot", {
         "schema": SCHEMA_VERSION,
-        "node": on_wire("node", {"id": node_id, "name": name, "version": __version__}),
+        "node": node_dict(node_id, name),
         "proto": PROTO,
         "interval_s": interval,
         "data_age_s": round(now - last_sample, 3) if last_sample else 0.0,
-        "interfaces": ifaces,
+        "interfaces": iface_dicts(monitor),
         "links": [link_dict(lk, now, monitor, exo) for lk in links],
         "kernel_timestamps": bool(probe and probe.kernel_timestamps),
         "paused": paused,
