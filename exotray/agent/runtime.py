@@ -191,6 +191,7 @@ class Agent:
         return Watch(
             links=lambda: self.links.values(), ifaces=lambda: views.iface_dicts(self.monitor),
             member=self.monitor.member, numbers=self.monitor.numbers,
+            label=self.monitor.label,
             top=lambda: {"node": views.node_dict(self.node_id, self.settings.name),
                          "interval_s": self.interval},
             events=lambda: sum(self.events.counts.values()),

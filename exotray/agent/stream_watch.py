@@ -8,9 +8,8 @@ from what the agent already holds, whether a prompt change *may* be in it: the
 producer builds then, and at every heartbeat; between, nothing is built.
 
 It answers yes for
-* a link busy (pacing.py: traffic on its interface, a queue building, saturation
-  pending, an unknown reading) or an event emitted since the last build (a link up or
-  down, saturated or cleared, a peer come or gone);
+* an event emitted since the last build (a link up or down, saturated or cleared, a
+  peer come or gone);
 * a link or interface that came or went, a node name or interval that changed;
 * a link's state, peer, names, interface (or bridge cable) or address unlike what was
   sent; its RTT median, queueing delay or loss moved promptly (stream_numbers.prompt,
@@ -36,8 +35,19 @@ from exotray.agent import stream_wire as W
 from exotray.agent.links import Link, queue_reading, r
 
 #: a link's fields compared as they are (a change is prompt)
-_EXACT = ("state", "peer_id", "peer_name", "local_interface", "member_interface",
-          "peer_address", "peer_port")
+_EXACT = ("state", "peer_id", "peer_name", "local_interface", "local_label",
+          "member_interface", "peer_address", "peer_port")
+#: a link's fields compared with the tempo's rules: its carrier's numbers...
+_CARRIER = ("capacity_bytes_per_s", "capacity_source", "utilization", "rx_bytes_per_s",
+            "tx_bytes_per_s")
+#: ... and its RTT window's and queue's
+_RTT = ("rtt_ms", "loss", "queue_delay_ms", "rtt_min_ms", "rtt_max_ms", "rtt_p90_ms",
+        "jitter_ms", "rtt_baseline_ms")
+#: a link's fields only exo moves (exo running: always built)
+EXO_FIELDS = frozenset({"exo_instances", "rdma", "rdma_enabled", "rdma_ports"})
+#: every link field the watch compares (tests/unit/test_stream_watch.py: with "id",
+#: EXO_FIELDS and the fields not streamed, every field of a link record)
+CHECKED = frozenset(_EXACT + _CARRIER + _RTT)
 
 
 class Watch:
@@ -47,12 +57,13 @@ class Watch:
     def __init__(self, *, links: Callable[[], Iterable[Link]],
                  ifaces: Callable[[], list[dict[str, Any]]],
                  member: Callable[[str | None, str | None], str | None],
+                 label: Callable[[str | None], str | None],
                  numbers: Callable[[str | None, str | None], tuple],
                  top: Callable[[], dict[str, Any]], events: Callable[[], int],
                  exo_running: Callable[[], bool], own: Callable[[], float],
                  now: Callable[[], float]) -> None:
         self._links, self._ifaces, self._member, self._top = links, ifaces, member, top
-        self._numbers = numbers
+        self._numbers, self._label = numbers, label
         self._events, self._exo, self._own, self._now = events, exo_running, own, now
         #: events emitted when the state was last built
         self._events_at_build: int | None = None
@@ -80,7 +91,7 @@ class Watch:
         for link in self._links():
             n += 1
             sent = sent_links.get(link.id)
-            if sent is None or link.busy_until > now or self._link_moved(
+            if sent is None or self._link_moved(
                     link, sent, now, own, numbers):
                 return True
         return n != len(sent_links)
@@ -89,8 +100,8 @@ class Watch:
                     numbers: dict[tuple, tuple]) -> bool:
         addr, port = link.target
         member = self._member(link.local_interface, addr)
-        exact = (link.state, link.peer.id, link.peer.name, link.local_interface, member,
-                 addr, port)
+        exact = (link.state, link.peer.id, link.peer.name, link.local_interface,
+                 self._label(link.local_interface), member, addr, port)
         if any(sent.get(f) != v for f, v in zip(_EXACT, exact, strict=True)):
             return True
         # a link's rates, capacity and utilization are those of the interface (or bridge
@@ -112,9 +123,11 @@ class Watch:
             return True
         s = link.rtt.summary(now)  # (cached: the history row read it at this tick's `now`)
         q = queue_reading(link, now)
-        return (_prompt("rtt_ms", r(s.median_ms), sent)
-                or _prompt("loss", r(s.loss), sent)
-                or _prompt("queue_delay_ms", r(q.queue_delay_ms), sent))
+        # (a window's spread and the baseline are prompt only when they become known or
+        # unknown: stream_numbers.prompt)
+        return any(_prompt(f, r(v), sent) for f, v in zip(_RTT, (
+            s.median_ms, s.loss, q.queue_delay_ms, s.min_ms, s.max_ms, s.p90_ms,
+            s.jitter_ms, q.baseline_ms), strict=True))
 
 
 def _prompt(field: str, value: Any, sent: dict[str, Any], own: float = 0.0,

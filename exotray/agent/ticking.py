@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from exotray.agent import links as linkstats
 from exotray.agent import pacing, sampler
-from exotray.agent.exowatch import ExoWatch
+from exotray.agent.exowatch import ExoWatch, LinkNumbers
 from exotray.agent.links import Link
 from exotray.agent.monitor import InterfaceMonitor
 from exotray.agent.peers import PeerTable
@@ -143,15 +143,16 @@ class Ticker:
         links = self.table.links.values()
         # between full ticks, only the links that are busy or whose interface may be
         judging = (lambda _: True) if full else self._to_judge(now)
+        judged: dict[str, LinkNumbers] = {}  # (a full tick's history rows take them)
         for link in links:
             if full and (addresses_changed or now - link.route_checked >= ROUTE_REFRESH_S):
                 self.prober.route(link, now, recheck=addresses_changed)
             if judging is not None and judging(link):
-                self.judge(link, t, full, now)
+                judged[link.id] = self.judge(link, t, full, now)
         if full:
             self.monitor.record_history(t)
             for link in links:  # RDMA included, as detected (exowatch)
-                n = self.exo.numbers(link)
+                n = judged.get(link.id) or self.exo.numbers(link)
                 linkstats.history_row(link, now, t, n.rate, n.utilization)
             self.store.collect(t, links, self.monitor.ifaces)
         self.last_sample = now
@@ -187,16 +188,17 @@ class Ticker:
                                                           lk.target[0]) in hot
 
     def judge(self, link: Link, t: float, full: bool = True, now: float | None = None,
-              ) -> None:
+              ) -> LinkNumbers:
         """Feed the link's detector (on a tick that is not `full`, only when it may be
-        busy) and emit what changed."""
-        rate, capacity, util, rdma, _ = self.exo.numbers(link, track=True)
+        busy) and emit what changed; the link's numbers it judged."""
+        numbers = self.exo.numbers(link, track=True)
+        rate, capacity, util, rdma, _ = numbers
         if rate is None or self.paused():
-            return
+            return numbers
         now = self.clock() if now is None else now
         own = self.own.peak  # a frame's burst to the followers is not traffic to judge
         if not full and link.busy_until <= now and not pacing.may_be_busy(link, rate, util, own):
-            return
+            return numbers
         change = linkstats.detect(link, now, rate, util)
         pacing.mark(link, now, pacing.busy(link, rate, util, link.queue.reading(now), own))
         if change is not None:
@@ -207,6 +209,7 @@ class Ticker:
             if rdma:  # "counted": RDMA bytes are in the rates; "not_counted": they are not
                 fields["rdma"] = rdma
             self.events.emit(type_, at, **fields)
+        return numbers
 
 
 def _in_loop() -> bool:

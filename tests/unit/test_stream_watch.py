@@ -14,9 +14,11 @@ import random
 import pytest
 from helpers import manual_link
 
+from exotray.agent import stream_watch
 from exotray.agent import stream_wire as W
 from exotray.agent.runtime import Agent
 from exotray.agent.sampler import NicInfo
+from exotray.core import schema
 from exotray.core.settings import Settings
 
 IFACE = "xt0"
@@ -123,3 +125,11 @@ def test_a_prompt_change_is_never_left_to_the_heartbeat(agent, seed):
         _interval(agent, rtt, traffic)
     c = agent.checked
     assert c["prompt"] > 20 and c["still"] > 20  # both sides of the watch were exercised
+
+
+def test_the_watch_compares_every_field_a_link_record_streams():
+    """A field added to a link record must be compared by the watch (or be exo's: with
+    exo running the state is always built), or its changes would wait for the
+    heartbeat."""
+    streamed = schema.wire_names(schema.Link) - schema.LOCAL_LINK_FIELDS
+    assert streamed == stream_watch.CHECKED | stream_watch.EXO_FIELDS | {"id"}
