@@ -58,6 +58,11 @@ def traffic_note(link: dict[str, Any], ifaces: Ifaces) -> str:
         return (f"Traffic shown is all traffic of {member}, the cable of the bridge {name} "
                 "that reaches this peer, not only this link's.")
     if (ifaces.get(name) or {}).get("members"):
+        if link.get("utilization") is not None:
+            # a bond (its members' traffic together, against their speed together): the
+            # agent gives a bridge's totals of an unknown cable no utilization
+            return (f"Traffic shown is all traffic of {name} (its member ports together), "
+                    "not only this link's.")
         return (f"Traffic shown is the total of {name} (all its member ports): which of "
                 "them this peer is reached through is not known, so no utilization.")
     return f"Traffic shown is all traffic of the local interface {name}, not only this link's."

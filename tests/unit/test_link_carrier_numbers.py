@@ -258,10 +258,6 @@ def test_a_capacity_test_says_which_interface_now_has_its_result(tmp_path):
     assert "en3" in _measured(known, "17:10")
 
 
-@pytest.mark.xfail(strict=True, reason="linkwords.traffic_note takes any interface with "
-                   "members for a bridge of unknown cable; the snapshot's interface has no "
-                   "bridge flag to tell a bond apart (fix: a 'bridge' field in "
-                   "schema.Interface, as `exotray interfaces` already has)")
 def test_a_bonds_link_note_does_not_deny_the_utilization_it_shows():
     """A Linux bond lists its slaves as members, as a bridge does, but its link has the
     bond's capacity (its active slaves') and a utilization (monitor.numbers: only a
@@ -274,3 +270,9 @@ def test_a_bonds_link_note_does_not_deny_the_utilization_it_shows():
     ifaces = {"bond0": {"name": "bond0", "members": ["eth1", "eth2"], "kind": "virtual"}}
     note = linkwords.traffic_note(link, ifaces)
     assert "no utilization" not in note and "bond0" in note
+    # a bridge whose cable to this peer is unknown: its totals, and no utilization
+    bridged = {**link, "local_interface": "bridge0", "capacity_bytes_per_s": None,
+               "utilization": None}
+    ifaces = {"bridge0": {"name": "bridge0", "members": ["en2", "en3"], "kind": "thunderbolt"}}
+    note = linkwords.traffic_note(bridged, ifaces)
+    assert "no utilization" in note and "total of bridge0" in note
