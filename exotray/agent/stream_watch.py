@@ -27,6 +27,7 @@ heartbeat is built whatever this says.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -43,6 +44,10 @@ _CARRIER = ("capacity_bytes_per_s", "capacity_source", "utilization", "rx_bytes_
 #: ... and its RTT window's and queue's
 _RTT = ("rtt_ms", "loss", "queue_delay_ms", "rtt_min_ms", "rtt_max_ms", "rtt_p90_ms",
         "jitter_ms", "rtt_baseline_ms")
+_SPREAD = ("rtt_min_ms", "rtt_max_ms", "rtt_p90_ms", "jitter_ms", "rtt_baseline_ms")
+assert set(_SPREAD) == N.SPREAD and set(_SPREAD) < set(_RTT)
+_sent_exact = operator.itemgetter(*_EXACT)  # (a link record in the state has them all)
+_sent_spread = operator.itemgetter(*_SPREAD)
 #: a link's fields only exo moves (exo running: always built)
 EXO_FIELDS = frozenset({"exo_instances", "rdma", "rdma_enabled", "rdma_ports"})
 #: every link field the watch compares (tests/unit/test_stream_watch.py: with "id",
@@ -100,9 +105,9 @@ class Watch:
                     numbers: dict[tuple, tuple]) -> bool:
         addr, port = link.target
         member = self._member(link.local_interface, addr)
-        exact = (link.state, link.peer.id, link.peer.name, link.local_interface,
-                 self._label(link.local_interface), member, addr, port)
-        if any(sent.get(f) != v for f, v in zip(_EXACT, exact, strict=True)):
+        if _sent_exact(sent) != (link.state, link.peer.id, link.peer.name,
+                                 link.local_interface, self._label(link.local_interface),
+                                 member, addr, port):
             return True
         # a link's rates, capacity and utilization are those of the interface (or bridge
         # cable) that carries it (views.link_dict): read once per carrier
@@ -123,11 +128,14 @@ class Watch:
             return True
         s = link.rtt.summary(now)  # (cached: the history row read it at this tick's `now`)
         q = queue_reading(link, now)
-        # (a window's spread and the baseline are prompt only when they become known or
-        # unknown: stream_numbers.prompt)
-        return any(_prompt(f, r(v), sent) for f, v in zip(_RTT, (
-            s.median_ms, s.loss, q.queue_delay_ms, s.min_ms, s.max_ms, s.p90_ms,
-            s.jitter_ms, q.baseline_ms), strict=True))
+        if (_prompt("rtt_ms", r(s.median_ms), sent) or _prompt("loss", r(s.loss), sent)
+                or _prompt("queue_delay_ms", r(q.queue_delay_ms), sent)):
+            return True
+        # a window's spread and the baseline are prompt only when they become known or
+        # unknown (stream_numbers.prompt: N.SPREAD)
+        spread = (s.min_ms, s.max_ms, s.p90_ms, s.jitter_ms, q.baseline_ms)
+        return any((v is None) != (last is None)
+                   for v, last in zip(spread, _sent_spread(sent), strict=True))
 
 
 def _prompt(field: str, value: Any, sent: dict[str, Any], own: float = 0.0,
