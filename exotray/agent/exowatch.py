@@ -256,13 +256,17 @@ class ExoWatch:
         return LinkNumbers(rate, capacity, util, note, insts)
 
     def rdma_state(self, local_interface: str | None, instances: list[exo.ExoInstance],
-                   note: str | None) -> tuple[bool | None, list[dict[str, str | None]]]:
+                   note: str | None, carrier: str | None = None,
+                   ) -> tuple[bool | None, list[dict[str, str | None]]]:
         """Where a link's RDMA is not counted: whether RDMA is enabled here (macOS
         `rdma_ctl status`, else exo's `nodeRdmaCtl`) and the state of each RDMA device
-        exo uses over the link (`ibv_devinfo`; None when it does not list it)."""
+        exo uses over the link (`ibv_devinfo`; None when it does not list it).
+        `carrier`: the bridge cable that reaches the peer, when known — then only its
+        devices (an instance over several cables lists each cable's), as rdma_for."""
         if note != "not_counted" or not local_interface:
             return None, []
-        on_link = {local_interface, *self._members(local_interface)}
+        on_link = ({carrier} if carrier and carrier != local_interface
+                   else {local_interface, *self._members(local_interface)})
         mac = self.rdma_macos or {}
         states = mac.get("ports") or {}
         # names from exo and ibv_devinfo, within what peers' schema takes (64 characters)

@@ -38,8 +38,10 @@ def link_dict(link: Link, now: float, monitor: InterfaceMonitor,
     rate, capacity, util, rdma, insts = (
         exo.numbers(link) if exo
         else (*monitor.numbers(link.local_interface, link.target[0]), None, []))
-    rdma_enabled, rdma_ports = (exo.rdma_state(link.local_interface, insts, rdma) if exo
-                                else (None, []))
+    rdma_enabled, rdma_ports = (
+        exo.rdma_state(link.local_interface, insts, rdma,
+                       monitor.carrier(link.local_interface, link.target[0]))
+        if exo else (None, []))
     return on_wire("link", {
         "id": link.id,
         "peer_id": link.peer.id,

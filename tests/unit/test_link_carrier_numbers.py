@@ -117,6 +117,34 @@ def test_jaccl_over_another_bridge_cable_is_not_this_links(tmp_path):
     assert w.numbers(link(peer_b)).instances == [inst]
 
 
+def test_an_instance_over_two_cables_lists_only_this_cables_rdma_port(tmp_path):
+    """A JACCL ring through bridge0 uses rdma_en2 (to A) and rdma_en3 (to B). On macOS
+    (no RDMA counters) the link to A names the state of A's port only; while a peer's
+    cable is not known, every port of the bridge."""
+    hw = Hardware(NoReader())
+    hw.links = {"bridge0": HwLink("bridge0", None, members=("en2", "en3"), bridge=True)}
+    classifier = InterfaceClassifier(platform="linux", sysfs_root=tmp_path / "none")
+    m = InterfaceMonitor(Settings(), classifier, 1.0, hw, tmp_path / "state")
+    m.update({n: _nic(n, None, a) for n, a in (("bridge0", "169.254.1.1"),
+                                               ("en2", "10.213.64.1"),
+                                               ("en3", "10.213.65.1"))}, 0.0)
+    peer_a = "169.254.2.2"
+    hw._members[("bridge0", peer_a)] = "en2"
+    w = ExoWatch("http://127.0.0.1:9", monitor=m, links=lambda: [], emit=lambda t, f: None,
+                 clock=lambda: 0.0, platform="darwin")
+    inst = exo.ExoInstance("j1", "mlx-community/Llama-3.3-70B-Instruct-4bit", "jaccl",
+                           devices=("rdma_en2", "rdma_en3"), mine=True)
+    w.state = exo.ExoState("me", (inst,))
+    w.rdma_macos = {"enabled": True, "ports": {"rdma_en2": "PORT_ACTIVE",
+                                               "rdma_en3": "PORT_DOWN"}}
+    carrier = m.carrier("bridge0", peer_a)
+    assert carrier == "en2"
+    assert w.rdma_state("bridge0", [inst], "not_counted", carrier) == (
+        True, [{"device": "rdma_en2", "state": "PORT_ACTIVE"}])
+    assert [p["device"] for p in w.rdma_state("bridge0", [inst], "not_counted")[1]] == [
+        "rdma_en2", "rdma_en3"]
+
+
 def test_a_tuns_constant_speed_is_no_capacity(tmp_path):
     """A tun device answers ethtool with 10 Mbit/s, a constant of the driver
     (drivers/net/tun.c), not a speed of anything: a VPN's capacity is unknown (its
