@@ -61,6 +61,8 @@ class Link:
     #: latest probe that was answered
     busy_until: float = -1e18
     answered_sent: float | None = None
+    #: (local interface, bridge cable) the link's current saturation was raised on
+    saturated_on: tuple[str | None, str | None] | None = None
 
     @property
     def state(self) -> str:
@@ -164,23 +166,25 @@ def history_row(link: Link, now: float, t: float, rate: Rate | None,
     )
 
 
-def saturation_event(link: Link, change: Transition, t: float, now: float, rate: Rate,
-                     capacity: Capacity, util: float | None, *, node: str,
-                     label: str | None, member: str | None = None) -> tuple[str, float, dict]:
+def saturation_event(link: Link, change: Transition, t: float, now: float,
+                     rate: Rate | None, capacity: Capacity, util: float | None, *, node: str,
+                     label: str | None, member: str | None = None,
+                     interface: str | None = None) -> tuple[str, float, dict]:
     """(type, at, fields) of the event that reports `change` on `link` (`member`: the
-    bridge cable whose numbers these are, as the snapshot's member_interface)."""
+    bridge cable whose numbers these are, as the snapshot's member_interface;
+    `interface`: the local interface they are of, when not the link's now)."""
     q = queue_reading(link, now)
     return ("link_saturated" if change.saturated else "link_cleared", t, dict(
         link_id=link.id,
         peer_id=link.peer.id,
         peer_name=link.peer.name or link.peer.key,
         node=node,
-        local_interface=link.local_interface,
+        local_interface=interface or link.local_interface,
         local_label=label,
         member_interface=member,
         utilization=r(util),
-        rx_bytes_per_s=r(rate.rx_bytes_per_s, 1),
-        tx_bytes_per_s=r(rate.tx_bytes_per_s, 1),
+        rx_bytes_per_s=r(rate.rx_bytes_per_s, 1) if rate else None,
+        tx_bytes_per_s=r(rate.tx_bytes_per_s, 1) if rate else None,
         capacity_bytes_per_s=capacity.bytes_per_s,
         cause=change.cause,
         queue_delay_ms=r(q.queue_delay_ms, 2),

@@ -193,6 +193,10 @@ class Ticker:
         busy) and emit what changed; the link's numbers it judged."""
         numbers = self.exo.numbers(link, track=True)
         rate, capacity, util, rdma, _ = numbers
+        here = (link.local_interface, self.monitor.member(link.local_interface,
+                                                          link.target[0]))
+        if link.saturated_on not in (None, here):
+            self._moved(link, t, here)
         if rate is None or self.paused():
             return numbers
         now = self.clock() if now is None else now
@@ -200,16 +204,35 @@ class Ticker:
         if not full and link.busy_until <= now and not pacing.may_be_busy(link, rate, util, own):
             return numbers
         change = linkstats.detect(link, now, rate, util)
+        link.saturated_on = (link.saturated_on or here) if link.detector.saturated else None
         pacing.mark(link, now, pacing.busy(link, rate, util, link.queue.reading(now), own))
         if change is not None:
             type_, at, fields = linkstats.saturation_event(
                 link, change, t, now, rate, capacity, util, node=self.node_name(),
-                label=self.monitor.label(link.local_interface),
-                member=self.monitor.member(link.local_interface, link.target[0]))
+                label=self.monitor.label(link.local_interface), member=here[1])
             if rdma:  # "counted": RDMA bytes are in the rates; "not_counted": they are not
                 fields["rdma"] = rdma
             self.events.emit(type_, at, **fields)
         return numbers
+
+    def _moved(self, link: Link, t: float, here: tuple[str | None, str | None]) -> None:
+        """The link's traffic now takes another interface (a route change, a cable
+        moved to another port of a bridge) than the one its saturation was raised on:
+        that saturation ends now, its clear naming the interface it was on and its
+        numbers there; the new path is judged from its own samples."""
+        iface, member = link.saturated_on or (None, None)
+        link.saturated_on = None
+        now = self.clock()
+        rate, capacity, util = self.monitor.numbers(member or iface)
+        change = link.detector.end(now, util)
+        if change is None or not change.notify:
+            return
+        _, at, fields = linkstats.saturation_event(
+            link, change, t, now, rate, capacity, util, node=self.node_name(),
+            label=self.monitor.label(iface), member=member, interface=iface)
+        fields.update(reason="path_changed", now_interface=here[0], now_member=here[1],
+                      now_label=self.monitor.label(here[0]))
+        self.events.emit("link_cleared", at, **fields)
 
 
 def _in_loop() -> bool:

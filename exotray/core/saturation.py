@@ -62,6 +62,17 @@ class SaturationDetector:
     _util_since: float | None = None  # start of the current run of high utilization
     _queue_since: float | None = None  # start of the current run of high queueing delay
 
+    def end(self, at: float, util: float | None) -> Transition | None:
+        """End a saturation now, whatever the samples say (the link moved to another
+        interface: what raised it was another path's). The clear is notified as the
+        raise was; the cooldown stays. None when not saturated."""
+        self._since = self._util_since = self._queue_since = None
+        if not self.saturated:
+            return None
+        self.saturated = False
+        cause, self.cause = self.cause, None
+        return Transition(False, self._raise_notified, at, util, cause)
+
     @property
     def pending(self) -> bool:
         """A run of samples pointing the other way has started (towards a raise, or
