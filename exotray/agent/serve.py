@@ -16,9 +16,12 @@ from exotray.agent.guard import guarded_protocol
 
 
 class _Server(uvicorn.Server):
-    """uvicorn inside our loop: the agent owns signals, not uvicorn. Its main loop
-    wakes once a second (the Date header's resolution), not ten times: setting
-    `should_exit` wakes it at once (issue 11: ten wake-ups a second for nothing)."""
+    """uvicorn inside our loop: the agent owns signals, not uvicorn. Its main loop does
+    not wake on a timer at all (uvicorn's wakes ten times a second, to renew the Date
+    header and look at `should_exit`): no Date header is sent (`date_header=False`; no
+    client of ours reads it), and setting `should_exit` wakes the loop at once. On this
+    kind of machine an idle agent's CPU is about 0.37 ms per wake-up of its event loop,
+    whatever the wake-up does (docs/benchmarks.md, "What an idle agent's CPU is")."""
 
     _exit: asyncio.Event | None = None
     _should_exit = False
@@ -37,14 +40,11 @@ class _Server(uvicorn.Server):
         self._exit = asyncio.Event()
         if self._should_exit:
             self._exit.set()
-        counter = 0  # on_tick renews the Date header when counter % 10 == 0
-        should_exit = await self.on_tick(counter)
+        # on_tick(0) sets the default headers once (no Date: nothing to renew)
+        should_exit = await self.on_tick(0)
         while not should_exit:
-            counter = (counter + 10) % 864000
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(1.0):  # (no task of its own, as wait_for makes)
-                    await self._exit.wait()
-            should_exit = await self.on_tick(counter)
+            await self._exit.wait()
+            should_exit = await self.on_tick(1)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -89,6 +89,7 @@ def make_server(app: Starlette) -> uvicorn.Server:
         access_log=False,
         lifespan="off",
         server_header=False,
+        date_header=False,
         timeout_keep_alive=int(L.KEEPALIVE_S),
         h11_max_incomplete_event_size=16 * 1024,
     ))
