@@ -237,17 +237,21 @@ class ExoWatch:
 
     def numbers(self, link: Link, *, track: bool = False) -> LinkNumbers:
         """`link`'s traffic, capacity and utilization, RDMA included where counted."""
-        rate, capacity, util = self.monitor.numbers(link.local_interface, link.target[0],
-                                                    track=track)
+        return self.numbers_at(link.local_interface, link.target[0], track=track)
+
+    def numbers_at(self, local_interface: str | None, peer: str, *,
+                   track: bool = False) -> LinkNumbers:
+        """The numbers of a link to `peer` through `local_interface` (a link's own
+        interface, or the one it was on before it moved)."""
+        rate, capacity, util = self.monitor.numbers(local_interface, peer, track=track)
         if self.state is None and not self.rdma_rates.rates:  # no exo: most users
             return LinkNumbers(rate, capacity, util, None, [])
-        insts = self.for_link(link.target[0], link.local_interface)
+        insts = self.for_link(peer, local_interface)
         if not self.rdma_rates.rates:  # the common case: no RDMA counters (or no exo)
             return LinkNumbers(rate, capacity, util,
-                               self.rdma_for(link.local_interface, insts)[0], insts)
-        note, (rx, tx) = self.rdma_for(link.local_interface, insts,
-                                       self.monitor.carrier(link.local_interface,
-                                                            link.target[0]))
+                               self.rdma_for(local_interface, insts)[0], insts)
+        note, (rx, tx) = self.rdma_for(local_interface, insts,
+                                       self.monitor.carrier(local_interface, peer))
         if note == "counted" and rate is not None:
             rate = Rate(rate.rx_bytes_per_s + rx, rate.tx_bytes_per_s + tx, rate.dt)
             if util is not None:  # None: capacity unknown, or a bridge's unknown member

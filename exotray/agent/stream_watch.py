@@ -16,8 +16,8 @@ It answers yes for
   the same rules as the frame's) from what was sent;
 * an interface's field unlike what was sent, by the same rules (rates, capacity, up,
   addresses...), and its utilization moved promptly;
-* exo running (its instances and RDMA counters move links' fields: always built, as
-  before).
+* exo running, or running at the last build (its instances and RDMA counters move
+  links' fields, and go when it stops: always built, as before).
 
 What it does not look at (a window's spread, the baseline: never prompt) waits for the
 heartbeat as before. A yes that finds nothing prompt only costs the build it saves
@@ -70,18 +70,20 @@ class Watch:
         self._links, self._ifaces, self._member, self._top = links, ifaces, member, top
         self._numbers, self._label = numbers, label
         self._events, self._exo, self._own, self._now = events, exo_running, own, now
-        #: events emitted when the state was last built
+        #: events emitted, and whether exo ran, when the state was last built
         self._events_at_build: int | None = None
+        self._exo_at_build = True
 
     def built(self) -> None:
         """The producer built its state (sent or not): events before now are in it."""
         self._events_at_build = self._events()
+        self._exo_at_build = self._exo()
 
     def moved(self, state: W.State) -> bool:
         """Whether a prompt change may be in this node's state against `state` (what
         the subscribers have)."""
-        if self._exo() or self._events() != self._events_at_build:
-            return True
+        if self._exo() or self._exo_at_build or self._events() != self._events_at_build:
+            return True  # (exo running, or stopped since: its fields go or went)
         top, sent_links, sent_ifaces = state
         if any(top.get(k) != v for k, v in self._top().items()):
             return True

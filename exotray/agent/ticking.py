@@ -193,11 +193,16 @@ class Ticker:
         busy) and emit what changed; the link's numbers it judged."""
         numbers = self.exo.numbers(link, track=True)
         rate, capacity, util, rdma, _ = numbers
+        if self.paused():  # (nothing is judged or reported while paused)
+            return numbers
         here = (link.local_interface, self.monitor.member(link.local_interface,
                                                           link.target[0]))
-        if link.saturated_on not in (None, here):
-            self._moved(link, t, here)
-        if rate is None or self.paused():
+        if link.saturated_on is not None:
+            if _same_path(link.saturated_on, here):
+                link.saturated_on = here  # (a bridge's cable learnt: the same path)
+            else:
+                self._moved(link, t, here)
+        if rate is None:
             return numbers
         now = self.clock() if now is None else now
         own = self.own.peak  # a frame's burst to the followers is not traffic to judge
@@ -223,16 +228,27 @@ class Ticker:
         iface, member = link.saturated_on or (None, None)
         link.saturated_on = None
         now = self.clock()
-        rate, capacity, util = self.monitor.numbers(member or iface)
+        # the old path's numbers as the link had them there (its bridge cable's, RDMA
+        # included where counted)
+        rate, capacity, util, rdma, _ = self.exo.numbers_at(iface, link.target[0])
         change = link.detector.end(now, util)
         if change is None or not change.notify:
             return
         _, at, fields = linkstats.saturation_event(
             link, change, t, now, rate, capacity, util, node=self.node_name(),
             label=self.monitor.label(iface), member=member, interface=iface)
+        if rdma:
+            fields["rdma"] = rdma
         fields.update(reason="path_changed", now_interface=here[0], now_member=here[1],
                       now_label=self.monitor.label(here[0]))
         self.events.emit("link_cleared", at, **fields)
+
+
+def _same_path(was: tuple[str | None, str | None], now: tuple[str | None, str | None],
+               ) -> bool:
+    """The same interface, and not two different known bridge cables (a cable becoming
+    known, or no longer known, is not a move)."""
+    return was[0] == now[0] and (was[1] is None or now[1] is None or was[1] == now[1])
 
 
 def _in_loop() -> bool:

@@ -83,6 +83,7 @@ class LinkDetails(QWidget):
         self._dirty = False
         #: how many times the charts were redrawn (tests and benchmarks read it)
         self.redraw_count = 0
+        self._released = False  # (release(): the app quits)
 
         header = self._header()
         #: the two charts and their read-out (link_charts.py)
@@ -247,6 +248,7 @@ class LinkDetails(QWidget):
     def release(self) -> None:
         """Before the window goes (the app quits): no more redraws or fetches, and the
         charts unlinked (LinkCharts.release)."""
+        self._released = True  # (nothing starts them again: a late answer, a restyle)
         self._timer.stop()
         self._settle.stop()
         self.charts.release()
@@ -307,7 +309,7 @@ class LinkDetails(QWidget):
 
     def _mark_dirty(self) -> None:
         self._dirty = True
-        if not self._timer.isActive():
+        if not self._timer.isActive() and not self._released:
             self._timer.start()
 
     def _tick(self) -> None:
@@ -340,7 +342,8 @@ class LinkDetails(QWidget):
         self._fit = False
         self._following = False
         self._mark_dirty()
-        self._settle.start()
+        if not self._released:
+            self._settle.start()
 
     def _data_at(self, t: float) -> dict[str, Any] | None:
         return self._data.at(t)

@@ -168,12 +168,13 @@ def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | Non
         label += f" via {event['member_interface']}"
     kind = event.get("type")
     if kind == "link_cleared" and event.get("reason") == "path_changed":
-        now_on = event.get("now_label") or event.get("now_interface") or "another interface"
-        if event.get("now_member"):
+        now_on = event.get("now_label") or event.get("now_interface")
+        if now_on and event.get("now_member"):
             now_on += f" via {event['now_member']}"
+        where = (f"it goes through {now_on} now" if now_on
+                 else "no interface of this node reaches the peer now")
         return (f"Link moved: {node} ⇄ {peer}",
-                f"{label} no longer carries it (saturated there); it goes through {now_on} "
-                "now")
+                f"{label} no longer carries it (saturated there); {where}")
     if kind in ("link_saturated", "link_cleared"):
         rate = max(event.get("rx_bytes_per_s") or 0, event.get("tx_bytes_per_s") or 0)
         util = fmt.percent(event.get("utilization"))

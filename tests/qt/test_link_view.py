@@ -299,7 +299,10 @@ def test_a_bridged_link_names_its_cable_and_whose_traffic(details: LinkDetails,
         "via Thunderbolt Bridge (bridge0) via Thunderbolt 2 (en3) · 40 Gb/s of 80 Gb/s"
     assert details.numbers()["note"].startswith("Traffic shown is all traffic of en3, the cable")
     assert "negotiated Thunderbolt rate" in details.numbers()["capacity_detail"]
-    details.set_link({**bridged, "member_interface": None}, "studio-1", ifaces)
+    # the cable not known: the bridge's totals, with no utilization (as the agent sends)
+    details.set_link({**bridged, "member_interface": None, "utilization": None,
+                      "capacity_bytes_per_s": None, "capacity_source": "unknown"},
+                     "studio-1", ifaces)
     assert "total of bridge0" in details.numbers()["note"]
 
 
@@ -361,6 +364,8 @@ def test_release_unlinks_the_charts_before_they_go(qtbot: Any, details: LinkDeta
     assert bw.viewRange()[0] == pytest.approx([t0, t0 + 10], abs=0.5)  # linked
     details.release()
     assert not details._timer.isActive()
+    details.set_history(history)  # a late answer after the release starts nothing
+    assert not details._timer.isActive() and not details._settle.isActive()
     lat.setXRange(t0 + 5, t1, padding=0)
     qtbot.wait(10)
     assert bw.viewRange()[0] == pytest.approx([t0, t0 + 10], abs=0.5)  # no longer

@@ -101,3 +101,47 @@ def test_a_link_that_stays_put_clears_as_before(agent):
     _raised, cleared = _link_events(agent)
     assert cleared["type"] == "link_cleared" and "reason" not in cleared
     assert cleared["local_interface"] == A and link.saturated_on is None
+
+
+def test_a_bridge_cable_becoming_known_is_not_a_move(agent):
+    """A saturation raised while the bridge cable to the peer was unknown stays when the
+    cable becomes known (the same path, now known more closely); a pause reports
+    nothing."""
+    (link,) = agent.links.values()
+    _seconds(agent, 10, {})
+    _seconds(agent, 5, {A: 12_500_000})
+    assert link.state == "saturated" and link.saturated_on == (A, None)
+    agent.monitor.member = lambda name, peer, track=False: "xtm1" if name == A else None
+    _seconds(agent, 1, {A: 12_500_000})
+    assert len(_link_events(agent)) == 1 and link.state == "saturated"
+    assert link.saturated_on == (A, "xtm1")
+    # paused: a move is neither judged nor reported until the agent resumes
+    agent.set_paused(True)
+    agent.monitor.member = lambda name, peer, track=False: None
+    agent.nics = {A: _nic(A, "10.213.165.1"), B: _nic(B, "10.213.163.1")}
+    _seconds(agent, 2, {A: 12_500_000})
+    assert len(_link_events(agent)) == 1
+    agent.set_paused(False)
+    _seconds(agent, 1, {A: 12_500_000})
+    assert [e.get("reason") for e in _link_events(agent)] == [None, "path_changed"]
+
+
+def test_an_rdma_counted_links_clear_has_its_rdma_numbers(agent):
+    """exo's JACCL over xt0 with RDMA port counters (Linux): the link's rates include
+    the RDMA bytes, so does the clear when it moves (not the IP counters alone)."""
+    from exotray.agent import exo
+
+    (link,) = agent.links.values()
+    inst = exo.ExoInstance("j1", "mlx-community/Llama-3.3-70B-Instruct-4bit", "jaccl",
+                           devices=("rdma_xt0",))
+    agent.exo.state = exo.ExoState("me", (inst,))
+    agent.exo.rdma_rates.rates = {"xt0": (12_400_000.0, 12_400_000.0)}
+    _seconds(agent, 10, {})
+    (raised,) = _link_events(agent)  # RDMA alone fills xt0's 100 Mbit/s
+    assert raised["rdma"] == "counted" and link.state == "saturated"
+    agent.nics = {A: _nic(A, "10.213.165.1"), B: _nic(B, "10.213.163.1")}
+    _seconds(agent, 1, {})
+    cleared = _link_events(agent)[1]
+    assert (cleared["reason"], cleared["local_interface"], cleared["rdma"]) == (
+        "path_changed", A, "counted")
+    assert cleared["utilization"] == pytest.approx(1.0, abs=0.02)

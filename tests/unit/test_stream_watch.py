@@ -133,3 +133,22 @@ def test_the_watch_compares_every_field_a_link_record_streams():
     heartbeat."""
     streamed = schema.wire_names(schema.Link) - schema.LOCAL_LINK_FIELDS
     assert streamed == stream_watch.CHECKED | stream_watch.EXO_FIELDS | {"id"}
+
+
+def test_exo_stopping_is_built_at_once(agent):
+    """While exo runs the state is always built; when it stops, its instances leave the
+    links' records: a prompt change, built at the next interval, not at the heartbeat."""
+    from exotray.agent import exo
+
+    inst = exo.ExoInstance("r1", "mlx-community/Llama-3.3-70B-Instruct-4bit", "ring",
+                           neighbours=(PEERS[0],))
+    agent.exo.state = exo.ExoState("me", (inst,))
+    for _ in range(6):
+        _interval(agent, {})
+    (sent,) = [r for r in agent.sharing.producer.state[1].values()
+               if r["peer_address"] == PEERS[0]]
+    assert sent["exo_instances"] == [inst.wire()]
+    agent.exo.state = None
+    prompt = agent.checked["prompt"]
+    _interval(agent, {})  # _check: the watch says yes whenever the build finds it
+    assert agent.checked["prompt"] == prompt + 1
