@@ -45,6 +45,24 @@ def manual_link(agent: Any, address: str, iface: str, port: int = 52480) -> Any:
     return link
 
 
+def counted_agent(tmp_path: Any, iface: str, nic: Any, capacity_mbit: float = 100.0) -> Any:
+    """An in-process Agent (no sockets) on one interface whose counters the test moves
+    (`agent.counters`: [rx, tx]) and whose clock it sets (`agent.now_[0]`); its
+    interface list and counters are the edge replaced (`monitor.read`)."""
+    from exotray.agent.runtime import Agent
+    from exotray.core.settings import Settings
+
+    now = [5000.0]
+    s = Settings(name="a", bind="127.0.0.1", port=0, mdns=False, interval=1.0,
+                 state_dir=str(tmp_path), history_days=0, capacity={iface: capacity_mbit},
+                 exo_url="")
+    a = Agent(s, clock=lambda: now[0])
+    a.counters = [1_000_000, 1_000_000]
+    a.monitor.read = lambda full: ({iface: tuple(a.counters)}, {iface: nic})
+    a.now_ = now
+    return a
+
+
 def wait_for(pred: Callable[[], Any], timeout: float, every: float = 0.05) -> Any:
     """Poll pred until it returns something truthy; return it, or None at the deadline."""
     deadline = time.monotonic() + timeout

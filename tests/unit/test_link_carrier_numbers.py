@@ -40,6 +40,19 @@ def _nic(name: str, speed: float | None, addr: str) -> NicInfo:
     return NicInfo(name, True, speed, (addr,), ((addr, 24),))
 
 
+def _bridge_monitor(tmp_path: Path, addrs: tuple[str, str, str],
+                    ) -> tuple[InterfaceMonitor, Hardware]:
+    """bridge0 (a Mac's Thunderbolt Bridge: en2, en3; no speeds) and its two cables up,
+    with these addresses."""
+    hw = Hardware(NoReader())
+    hw.links = {"bridge0": HwLink("bridge0", None, members=("en2", "en3"), bridge=True)}
+    classifier = InterfaceClassifier(platform="linux", sysfs_root=tmp_path / "none")
+    m = InterfaceMonitor(Settings(), classifier, 1.0, hw, tmp_path / "state")
+    m.update({n: _nic(n, None, a) for n, a in zip(("bridge0", "en2", "en3"), addrs,
+                                                   strict=True)}, 0.0)
+    return m, hw
+
+
 def _monitor(tmp_path: Path) -> InterfaceMonitor:
     hw = Hardware(NoReader())
     hw.links = {"br0": HwLink("br0", 10000.0, members=("eth1", "eth2"), bridge=True,
@@ -121,13 +134,7 @@ def test_an_instance_over_two_cables_lists_only_this_cables_rdma_port(tmp_path):
     """A JACCL ring through bridge0 uses rdma_en2 (to A) and rdma_en3 (to B). On macOS
     (no RDMA counters) the link to A names the state of A's port only; while a peer's
     cable is not known, every port of the bridge."""
-    hw = Hardware(NoReader())
-    hw.links = {"bridge0": HwLink("bridge0", None, members=("en2", "en3"), bridge=True)}
-    classifier = InterfaceClassifier(platform="linux", sysfs_root=tmp_path / "none")
-    m = InterfaceMonitor(Settings(), classifier, 1.0, hw, tmp_path / "state")
-    m.update({n: _nic(n, None, a) for n, a in (("bridge0", "169.254.1.1"),
-                                               ("en2", "10.213.64.1"),
-                                               ("en3", "10.213.65.1"))}, 0.0)
+    m, hw = _bridge_monitor(tmp_path, ("169.254.1.1", "10.213.64.1", "10.213.65.1"))
     peer_a = "169.254.2.2"
     hw._members[("bridge0", peer_a)] = "en2"
     w = ExoWatch("http://127.0.0.1:9", monitor=m, links=lambda: [], emit=lambda t, f: None,
@@ -255,13 +262,7 @@ def test_a_capacity_test_says_which_interface_now_has_its_result(tmp_path):
     from exotray.agent.measuring import measure
     from exotray.ui.window import _measured
 
-    hw = Hardware(NoReader())
-    hw.links = {"bridge0": HwLink("bridge0", None, members=("en2", "en3"), bridge=True)}
-    classifier = InterfaceClassifier(platform="linux", sysfs_root=tmp_path / "none")
-    m = InterfaceMonitor(Settings(), classifier, 1.0, hw, tmp_path / "state")
-    m.update({n: _nic(n, None, a) for n, a in (("bridge0", "10.213.71.1"),
-                                               ("en2", "10.213.72.1"),
-                                               ("en3", "10.213.73.1"))}, 0.0)
+    m, hw = _bridge_monitor(tmp_path, ("10.213.71.1", "10.213.72.1", "10.213.73.1"))
 
     class Tester:  # the capacity test itself (TCP streams to the peer) is not run here
         async def run(self, *args, **kwargs):

@@ -12,14 +12,12 @@ import dataclasses
 import random
 
 import pytest
-from helpers import manual_link
+from helpers import counted_agent, manual_link
 
 from exotray.agent import stream_watch
 from exotray.agent import stream_wire as W
-from exotray.agent.runtime import Agent
 from exotray.agent.sampler import NicInfo
 from exotray.core import schema
-from exotray.core.settings import Settings
 
 IFACE = "xt0"
 NIC = NicInfo(IFACE, True, 1000.0, ("10.213.161.1",), (("10.213.161.1", 24),), multicast=True)
@@ -28,15 +26,9 @@ PEERS = [f"10.213.161.{i}" for i in range(2, 8)]
 
 @pytest.fixture
 def agent(tmp_path):
-    now = [5000.0]
-    s = Settings(name="a", bind="127.0.0.1", port=0, mdns=False, interval=1.0,
-                 state_dir=str(tmp_path), history_days=0, capacity={IFACE: 100.0}, exo_url="")
-    a = Agent(s, clock=lambda: now[0])
-    a.counters = [1_000_000, 1_000_000]
-    a.monitor.read = lambda full: ({IFACE: tuple(a.counters)}, {IFACE: NIC})
+    a = counted_agent(tmp_path, IFACE, NIC)
     for addr in PEERS:
-        manual_link(a, addr, IFACE).last_reply = now[0]
-    a.now_ = now
+        manual_link(a, addr, IFACE).last_reply = a.now_[0]
     a.sharing.tick = lambda: None  # no peers to follow here
     a.sub = a.sharing.producer.subscribe("ab" * 8)
     a.checked = {"moved": 0, "still": 0, "prompt": 0}

@@ -8,11 +8,9 @@ of this size on this machine: `monitor.read`), the clock is injected."""
 from __future__ import annotations
 
 import pytest
-from helpers import manual_link
+from helpers import counted_agent, manual_link
 
-from exotray.agent.runtime import Agent
 from exotray.agent.sampler import NicInfo
-from exotray.core.settings import Settings
 
 IFACE, PEER = "xt0", "10.213.160.2"
 NIC = NicInfo(IFACE, True, 1000.0, ("10.213.160.1",), (("10.213.160.1", 24),), multicast=True)
@@ -20,15 +18,10 @@ NIC = NicInfo(IFACE, True, 1000.0, ("10.213.160.1",), (("10.213.160.1", 24),), m
 
 @pytest.fixture
 def agent(tmp_path):
-    now = [5000.0]
-    s = Settings(name="a", bind="127.0.0.1", port=0, mdns=False, interval=1.0,
-                 state_dir=str(tmp_path), history_days=0, capacity={IFACE: 100.0}, exo_url="")
-    a = Agent(s, clock=lambda: now[0])
-    a.counters = [1_000_000, 1_000_000]
-    a.monitor.read = lambda full: ({IFACE: tuple(a.counters)}, {IFACE: NIC})
+    a = counted_agent(tmp_path, IFACE, NIC)
+    now = a.now_
     link = manual_link(a, PEER, IFACE)
     link.last_reply = now[0]
-    a.now_ = now
     a.judged = []
     update = link.detector.update
 
