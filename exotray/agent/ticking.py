@@ -195,39 +195,45 @@ class Ticker:
         rate, capacity, util, rdma, _ = numbers
         if self.paused():  # (nothing is judged or reported while paused)
             return numbers
-        here = (link.local_interface, self.monitor.member(link.local_interface,
-                                                          link.target[0]))
-        if link.saturated_on is not None:
+        now = self.clock() if now is None else now
+        if link.saturated_on is not None:  # (only a saturated link looks up its path)
+            here = self._path(link)
             if _same_path(link.saturated_on, here):
                 link.saturated_on = here  # (a bridge's cable learnt: the same path)
             else:
-                self._moved(link, t, here)
+                self._moved(link, t, now, here)
         if rate is None:
             return numbers
-        now = self.clock() if now is None else now
         own = self.own.peak  # a frame's burst to the followers is not traffic to judge
         if not full and link.busy_until <= now and not pacing.may_be_busy(link, rate, util, own):
             return numbers
         change = linkstats.detect(link, now, rate, util)
-        link.saturated_on = (link.saturated_on or here) if link.detector.saturated else None
+        if not link.detector.saturated:
+            link.saturated_on = None
+        elif link.saturated_on is None:
+            link.saturated_on = self._path(link)
         pacing.mark(link, now, pacing.busy(link, rate, util, link.queue.reading(now), own))
         if change is not None:
             type_, at, fields = linkstats.saturation_event(
                 link, change, t, now, rate, capacity, util, node=self.node_name(),
-                label=self.monitor.label(link.local_interface), member=here[1])
+                label=self.monitor.label(link.local_interface), member=self._path(link)[1])
             if rdma:  # "counted": RDMA bytes are in the rates; "not_counted": they are not
                 fields["rdma"] = rdma
             self.events.emit(type_, at, **fields)
         return numbers
 
-    def _moved(self, link: Link, t: float, here: tuple[str | None, str | None]) -> None:
+    def _path(self, link: Link) -> tuple[str | None, str | None]:
+        """(local interface, bridge cable to the peer, when known)."""
+        return link.local_interface, self.monitor.member(link.local_interface, link.target[0])
+
+    def _moved(self, link: Link, t: float, now: float,
+               here: tuple[str | None, str | None]) -> None:
         """The link's traffic now takes another interface (a route change, a cable
         moved to another port of a bridge) than the one its saturation was raised on:
         that saturation ends now, its clear naming the interface it was on and its
         numbers there; the new path is judged from its own samples."""
         iface, member = link.saturated_on or (None, None)
         link.saturated_on = None
-        now = self.clock()
         # the old path's numbers as the link had them there (its bridge cable's, RDMA
         # included where counted)
         rate, capacity, util, rdma, _ = self.exo.numbers_at(iface, link.target[0])

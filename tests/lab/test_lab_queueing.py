@@ -52,9 +52,10 @@ def _start_pair(lab, agents):
 
 
 # The queueing delay at the raise is how far TCP has filled the hop's buffer by then:
-# alone on the machine 86-99 ms of the deep one's 200 ms, but 25 ms in a CI run whose
-# other worker loaded both CPUs (iperf3's sender slower to grow). What the deep buffer
-# must show is a delay well beyond anything the shallow one (5 ms) can hold.
+# 86-99 ms of the deep one's 200 ms when run alone here, 25 ms in one fresh-clone CI
+# run with the suite's other worker beside it (a slower fill; not measured further).
+# What the deep buffer must show is a delay well beyond anything the shallow one
+# (5 ms) can hold.
 @pytest.mark.parametrize(("latency", "min_delay_ms"), [("200ms", 10.0), ("5ms", 1.0)],
                          ids=["deep-buffer", "shallow-buffer"])
 def test_bulk_tcp_through_a_slow_hop_is_saturated_by_queueing(qlab, tmp_path, latency,
