@@ -61,6 +61,9 @@ class Link:
     #: latest probe that was answered
     busy_until: float = -1e18
     answered_sent: float | None = None
+    #: how long the peer holds our requests before answering (a peer that reads its
+    #: socket at its ticks: up to a tick), the largest of its recent replies
+    hold_s: float = 0.0
     #: (local interface, bridge cable) the link's current saturation was raised on
     saturated_on: tuple[str | None, str | None] | None = None
 

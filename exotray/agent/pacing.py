@@ -7,9 +7,10 @@ of them: `probes_per_interval` probes and a judgement at every quarter-interval 
 
 In question (probed at the full rate) while any of these holds:
 * it is not up, or has never answered (the unanswered ones stay rate-limited: probing.py);
-* a probe of it is unanswered after a tick and twice its last RTT (a peer stopping:
-  liveness must see two losses within its 2.5 intervals), or was lost since the last
-  reply, or within the RTT window (loss is then measured on the full rate's samples);
+* a probe of it is unanswered after a tick, twice its last RTT and the time the peer
+  holds a request (`Link.hold_s`; a peer stopping: liveness must see two losses within
+  its 2.5 intervals), or was lost since the last reply, or within the RTT window (loss
+  is then measured on the full rate's samples);
 * its on-link path is being searched (onlink.py probes through each candidate);
 * it is busy (`busy`, set by its judgement, held for the RTT window): its interface
   carries traffic (beyond this agent's own probes and sharing, `OwnTraffic`: else a hub
@@ -151,6 +152,12 @@ def mark(link: Link, now: float, is_busy: bool) -> None:
         link.busy_until = max(link.busy_until, now + link.rtt.window_s)
 
 
+#: Link.hold_s follows a peer's hold up at once, and down by this factor a reply
+HOLD_DECAY = 0.9
+#: a reply is overdue this long after its RTT and the peer's hold (timer jitter)
+HOLD_MARGIN_S = 0.02
+
+
 def full_rate(link: Link, now: float, last_sent: float | None) -> bool:
     """Whether `link` is probed at every tick (else once an interval, on the full tick)."""
     if not link.up or link.last_reply is None or link.lost_since_reply:
@@ -158,8 +165,10 @@ def full_rate(link: Link, now: float, last_sent: float | None) -> bool:
     if link.busy_until > now or link.path.searching:
         return True
     # a probe out and not answered by the next tick (nor within twice the last RTT: a
-    # far peer's replies take longer than a quarter interval)
+    # far peer's replies take longer than a quarter interval; nor within the time the
+    # peer holds a request: one that reads its socket at its ticks holds it up to one)
     if last_sent is None or (link.answered_sent is not None
                              and link.answered_sent >= last_sent):
         return False
-    return now - last_sent >= 2 * (link.rtt.last_ms or 0.0) / 1000
+    hold = link.hold_s + HOLD_MARGIN_S if link.hold_s else 0.0
+    return now - last_sent >= 2 * (link.rtt.last_ms or 0.0) / 1000 + hold

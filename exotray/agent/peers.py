@@ -247,10 +247,11 @@ class PeerTable:
                 self.set_targets(peer)
 
     # -- liveness --------------------------------------------------------------------
-    def replied(self, link: Link, now: float) -> None:
-        """A probe reply came back on `link`."""
-        if link.last_reply is None or now > link.last_reply:
-            link.last_reply = now
+    def replied(self, link: Link, now: float, at: float | None = None) -> None:
+        """A probe reply came back on `link`, at `at` (when it arrived: else `now`)."""
+        at = now if at is None else at
+        if link.last_reply is None or at > link.last_reply:
+            link.last_reply = at
         link.lost_since_reply = 0
         if not link.up:
             self.update_liveness(now)

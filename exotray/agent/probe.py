@@ -10,7 +10,15 @@ probe is a fixed 40-byte datagram:
 The reflector fills t2 (the kernel's receive timestamp where the OS gives one) and t3
 and returns a datagram of exactly the request's size, so exotray can never amplify
 traffic. The sender computes RTT = (t4 - t1) - (t3 - t2), removing the reflector's own
-delay; t4 is again the kernel's receive timestamp. Anything that is not a well-formed
+delay; t4 is again the kernel's receive timestamp.
+
+Because both ends stamp in the kernel, neither needs to read the socket the moment a
+datagram arrives: where the kernel stamps receive times, the agent reads it only at its
+ticks (`read_at_ticks`, a quarter interval apart), so a request waits there up to a tick
+(its prober subtracts the wait) and a reply's RTT and arrival time are the kernel's.
+Each wake-up of an idle agent's event loop costs about as much CPU as the work it does
+(docs/benchmarks.md "What an idle agent's CPU is"): peers' probes and their replies
+were about half of them. Anything that is not a well-formed
 probe is dropped silently and counted; replies that match no outstanding probe, or
 come from another address than the one probed, are dropped and counted as well.
 """
@@ -22,13 +30,13 @@ import errno
 import logging
 import os
 import socket
-import struct
 import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from exotray.agent.budget import SourceBudget
 from exotray.agent.probe_format import (  # noqa: F401 (the datagram format, re-exported)
     IP_PKTINFO_DARWIN,
     IP_PKTINFO_LINUX,
@@ -36,12 +44,19 @@ from exotray.agent.probe_format import (  # noqa: F401 (the datagram format, re-
     PROBE_LEN,
     REPLY,
     REQUEST,
+    SCM_TIMESTAMP_DARWIN,
+    SCM_TIMESTAMPNS,
+    SO_TIMESTAMP_DARWIN,
+    SO_TIMESTAMPNS,
+    SOL_SOCKET_DARWIN,
+    SOL_SOCKET_LINUX,
     TAG_LEN,
     Probe,
     ProbeError,
     decode,
     encode,
     ip_pktinfo_type,
+    kernel_rx_ns,
     parse_pktinfo,
     pktinfo_cmsg,
     seal,
@@ -51,22 +66,18 @@ from exotray.agent.probe_format import (  # noqa: F401 (the datagram format, re-
 
 log = logging.getLogger(__name__)
 
-# Kernel receive timestamps. The option that asks for them and the type of the control
-# message that carries them are the same number on Linux (SO_TIMESTAMPNS = SCM_TIMESTAMPNS
-# = 35, a struct timespec), but not on macOS: SO_TIMESTAMP is 0x400 and the message comes
-# as SCM_TIMESTAMP = 0x02 (xnu bsd/sys/socket.h), a struct timeval. Match the type.
-SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; Python lacks the constant
-SCM_TIMESTAMPNS = SO_TIMESTAMPNS
-SO_TIMESTAMP_DARWIN = 0x0400
-SCM_TIMESTAMP_DARWIN = 0x02
-#: SOL_SOCKET as each kernel numbers it (Linux 1, xnu 0xffff)
-SOL_SOCKET_LINUX = 1
-SOL_SOCKET_DARWIN = 0xFFFF
-
-#: reflector budget per source address: sustained probes per second and burst
-REFLECT_RATE = 200.0
-REFLECT_BURST = 400.0
-_MAX_SOURCES = 4096
+#: a request may wait in the socket for the agent's next tick only where ticks come at
+#: least this often (the default interval's come every 0.25 s): its prober subtracts the
+#: wait (t3 - t2) up to 1 s, and it must stay well inside every prober's timeout
+HOLD_TICK_MAX_S = 0.3
+#: datagrams one tick's drain reads at most; a drain that finds WATCH_AT or more (a
+#: flood, or a hub's peers all at the full rate: a tick of an 8-peer agent at rest
+#: holds ~4) reads them as they arrive again for WATCH_AFTER_FLOOD_S. The kernel's
+#: default receive buffer (208 KiB on Linux) holds ~200 probes, or ~90 datagrams of
+#: 1,500 B: a flood must not fill it between ticks and push out the replies to our probes
+DRAIN_MAX = 1024
+WATCH_AT = 64
+WATCH_AFTER_FLOOD_S = 10.0
 #: a reflector holding a probe for longer than this is lying or broken
 _MAX_REFLECT_DELAY_NS = 1_000_000_000
 #: how far the wall clock may disagree with the monotonic clock over one probe
@@ -75,35 +86,6 @@ _CLOCK_SLACK_NS = 20_000_000
 Target = tuple[str, int]
 #: room for a timestamp (16 bytes) and an in_pktinfo (12 bytes) control message
 _ANC_SPACE = socket.CMSG_SPACE(16) + socket.CMSG_SPACE(12)
-
-
-def kernel_rx_ns(anc: list[tuple[int, int, bytes]], mode: str,
-                 sol_socket: int | None = None) -> int | None:
-    """The kernel's receive time (ns of CLOCK_REALTIME) in recvmsg's control messages, or
-    None. mode "ns": Linux SCM_TIMESTAMPNS (struct timespec: two 64-bit fields); "us":
-    macOS SCM_TIMESTAMP (struct timeval: 64-bit seconds, 32-bit microseconds, padding)."""
-    level_want = socket.SOL_SOCKET if sol_socket is None else sol_socket
-    for level, type_, cdata in anc:
-        if level != level_want:
-            continue
-        try:
-            if mode == "ns" and type_ == SCM_TIMESTAMPNS and len(cdata) >= 16:
-                sec, nsec = struct.unpack("qq", cdata[:16])
-                return sec * 1_000_000_000 + nsec
-            if mode == "us" and type_ == SCM_TIMESTAMP_DARWIN and len(cdata) >= 12:
-                sec, usec = struct.unpack("qi", cdata[:12])
-                return sec * 1_000_000_000 + usec * 1000
-        except struct.error:
-            pass
-    return None
-
-
-class _Bucket:
-    __slots__ = ("at", "tokens")
-
-    def __init__(self, now: float) -> None:
-        self.tokens = REFLECT_BURST
-        self.at = now
 
 
 @dataclass
@@ -116,13 +98,15 @@ class _Pending:
 class ProbeSocket:
     """The agent's UDP socket: reflector for peers, prober for our links.
 
-    `on_reply(target, sent_mono, rtt_ms)` is called for each valid reply and
-    `on_lost(target, sent_mono)` for each probe that timed out (`expire`).
+    `on_reply(target, sent_mono, rtt_ms, received_mono, held_s)` is called for each
+    valid reply (`received_mono`: when it arrived, on `clock`; `held_s`: how long the
+    reflector held the request, t3 - t2) and `on_lost(target, sent_mono)` for each probe
+    that timed out (`expire`).
     """
 
     def __init__(
         self,
-        on_reply: Callable[[Target, float, float], None],
+        on_reply: Callable[[Target, float, float, float, float], None],
         on_lost: Callable[[Target, float], None],
         *,
         timeout_s: float = 1.0,
@@ -142,10 +126,15 @@ class ProbeSocket:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._seq = int.from_bytes(os.urandom(4), "big") << 16
         self._pending: OrderedDict[int, _Pending] = OrderedDict()
-        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
+        self._budget = SourceBudget()
         self._kernel_ts: str | None = None
         self._pktinfo = False
         self._warned_no_stamp = False
+        #: read at the agent's ticks only (`read_at_ticks`); whether a reader is
+        #: registered now (always when not held; for a while after a flood when held)
+        self._held = False
+        self.watched = False
+        self._watch_until = -1e18
         #: probes refused in a row by sendto with EHOSTUNREACH (reset by a send that works)
         self.hostunreach_streak = 0
         self.counters: dict[str, int] = {
@@ -166,6 +155,8 @@ class ProbeSocket:
             # what really stamped each received datagram: the kernel, or we after recvmsg
             "rx_kernel_stamped": 0,
             "rx_user_stamped": 0,
+            # drains that found WATCH_AT datagrams or more (the socket watched again)
+            "drains_full": 0,
         }
 
     # -- lifecycle -------------------------------------------------------------------
@@ -203,16 +194,32 @@ class ProbeSocket:
         #: how probes leave through a chosen interface (index)
         self.send_datagram_via: Callable[[bytes, Target, int], int] = self._sendmsg_via
         self._loop = asyncio.get_running_loop()
-        self._loop.add_reader(sock.fileno(), self._readable)
+        self._watch(True)
 
     @property
     def kernel_timestamps(self) -> bool:
         return self._kernel_ts is not None
 
+    def read_at_ticks(self, tick_s: float) -> bool:
+        """Read the socket only when the agent's tick drains it (every `tick_s`) where the
+        kernel stamps receive times and ticks come at least every HOLD_TICK_MAX_S; else
+        whenever a datagram arrives. Returns whether it is read at the ticks."""
+        self._held = self._kernel_ts is not None and tick_s <= HOLD_TICK_MAX_S
+        self._watch(not self._held)
+        return self._held
+
+    def _watch(self, on: bool) -> None:
+        if on == self.watched or self.sock is None or self._loop is None:
+            return
+        if on:
+            self._loop.add_reader(self.sock.fileno(), self._readable)
+        elif not self._loop.is_closed():
+            self._loop.remove_reader(self.sock.fileno())
+        self.watched = on
+
     def close(self) -> None:
         if self.sock is not None:
-            if self._loop is not None and not self._loop.is_closed():
-                self._loop.remove_reader(self.sock.fileno())
+            self._watch(False)
             self.sock.close()
             self.sock = None
 
@@ -272,23 +279,40 @@ class ProbeSocket:
     # -- receiving -------------------------------------------------------------------
     def drain(self) -> None:
         """Handle what has arrived (the probe tick calls this before `expire`)."""
-        self._readable()
+        if not self._held:
+            self._read(256)
+            return
+        if self._read(DRAIN_MAX) >= WATCH_AT:
+            if not self.watched:
+                log.info("probe socket: %d or more datagrams in a tick; read as they "
+                         "arrive for %.0f s", WATCH_AT, WATCH_AFTER_FLOOD_S)
+            self.counters["drains_full"] += 1
+            self._watch_until = self.clock() + WATCH_AFTER_FLOOD_S
+            self._watch(True)
+        elif self.watched and self.clock() >= self._watch_until:
+            self._watch(False)
 
     def _readable(self) -> None:
+        self._read(256)  # bounded, so a flood cannot starve the loop
+
+    def _read(self, most: int) -> int:
+        """Read and handle up to `most` datagrams; how many were there (`most`: maybe
+        more)."""
         sock = self.sock
         if sock is None:
-            return
-        for _ in range(256):  # bounded, so a flood cannot starve the loop
+            return 0
+        for n in range(most):
             try:
                 data, anc, _flags, addr = sock.recvmsg(PROBE_LEN + TAG_LEN + 1, _ANC_SPACE)
             except (BlockingIOError, InterruptedError):
-                return
+                return n
             except OSError as e:
                 # e.g. ECONNREFUSED queued by an ICMP port unreachable: nothing to read
                 log.debug("probe socket: %s", e)
                 continue
             arrived = parse_pktinfo(anc) if self._pktinfo else None
             self.datagram(data, addr, self._rx_time(anc), arrived)
+        return most
 
     def _rx_time(self, anc: list) -> int:
         if self._kernel_ts is not None:
@@ -318,28 +342,12 @@ class ProbeSocket:
         else:
             self._reply(p, addr, rx_ns)
 
-    def _allow(self, host: str) -> bool:
-        now = self.clock()
-        b = self._buckets.get(host)
-        if b is None:
-            b = self._buckets[host] = _Bucket(now)
-            if len(self._buckets) > _MAX_SOURCES:
-                self._buckets.popitem(last=False)
-        else:
-            self._buckets.move_to_end(host)
-            b.tokens = min(REFLECT_BURST, b.tokens + (now - b.at) * REFLECT_RATE)
-            b.at = now
-        if b.tokens < 1:
-            return False
-        b.tokens -= 1
-        return True
-
     def _reflect(self, p: Probe, addr: tuple, rx_ns: int,
                  arrived: tuple[int, str] | None = None) -> None:
         if p.t2 or p.t3:
             self.counters["datagrams_malformed"] += 1
             return
-        if not self._allow(addr[0]):
+        if not self._budget.allow(addr[0], self.clock()):
             self.counters["requests_rate_limited"] += 1
             return
         assert self.sock is not None
@@ -383,4 +391,7 @@ class ProbeSocket:
             return
         rtt_ns = max(0, wall - held)
         self.counters["replies_received"] += 1
-        self.on_reply(pending.target, pending.sent_mono, rtt_ns / 1e6)
+        # (when it arrived, on the monotonic clock: the wall clock's span since the send,
+        # just checked against the monotonic one, from the send's monotonic time)
+        self.on_reply(pending.target, pending.sent_mono, rtt_ns / 1e6,
+                      min(now, pending.sent_mono + wall / 1e9), held / 1e9)

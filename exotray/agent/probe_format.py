@@ -4,8 +4,9 @@
     seq (u64) | t1: sender's send time | t2: reflector's receive time | t3: reflector's
     send time   (signed 64-bit nanoseconds of CLOCK_REALTIME)
 
-And the IP_PKTINFO control message that sends a datagram out of one interface, or says
-which one it arrived on. Pure encoding and decoding; the socket is probe.py.
+And the control messages around it: IP_PKTINFO, which sends a datagram out of one
+interface or says which one it arrived on, and the kernel's receive timestamp. Pure
+encoding and decoding; the socket is probe.py.
 """
 
 from __future__ import annotations
@@ -116,4 +117,38 @@ def parse_pktinfo(anc: list[tuple[int, int, bytes]],
             # Linux fills ipi_spec_dst (the local address the datagram was sent to); xnu
             # fills only ipi_addr (the header's destination), which is the same thing.
             return ifindex, socket.inet_ntoa(spec_dst if spec_dst != bytes(4) else addr)
+    return None
+
+
+# Kernel receive timestamps. The option that asks for them and the type of the control
+# message that carries them are the same number on Linux (SO_TIMESTAMPNS = SCM_TIMESTAMPNS
+# = 35, a struct timespec), but not on macOS: SO_TIMESTAMP is 0x400 and the message comes
+# as SCM_TIMESTAMP = 0x02 (xnu bsd/sys/socket.h), a struct timeval. Match the type.
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; Python lacks the constant
+SCM_TIMESTAMPNS = SO_TIMESTAMPNS
+SO_TIMESTAMP_DARWIN = 0x0400
+SCM_TIMESTAMP_DARWIN = 0x02
+#: SOL_SOCKET as each kernel numbers it (Linux 1, xnu 0xffff)
+SOL_SOCKET_LINUX = 1
+SOL_SOCKET_DARWIN = 0xFFFF
+
+
+def kernel_rx_ns(anc: list[tuple[int, int, bytes]], mode: str,
+                 sol_socket: int | None = None) -> int | None:
+    """The kernel's receive time (ns of CLOCK_REALTIME) in recvmsg's control messages, or
+    None. mode "ns": Linux SCM_TIMESTAMPNS (struct timespec: two 64-bit fields); "us":
+    macOS SCM_TIMESTAMP (struct timeval: 64-bit seconds, 32-bit microseconds, padding)."""
+    level_want = socket.SOL_SOCKET if sol_socket is None else sol_socket
+    for level, type_, cdata in anc:
+        if level != level_want:
+            continue
+        try:
+            if mode == "ns" and type_ == SCM_TIMESTAMPNS and len(cdata) >= 16:
+                sec, nsec = struct.unpack("qq", cdata[:16])
+                return sec * 1_000_000_000 + nsec
+            if mode == "us" and type_ == SCM_TIMESTAMP_DARWIN and len(cdata) >= 12:
+                sec, usec = struct.unpack("qi", cdata[:12])
+                return sec * 1_000_000_000 + usec * 1000
+        except struct.error:
+            pass
     return None

@@ -116,10 +116,14 @@ class Prober:
             self.ifindex.forget(iface)
             link.route_checked = -1e9
 
-    def on_reply(self, target: Target, sent_at: float, rtt_ms: float) -> None:
+    def on_reply(self, target: Target, sent_at: float, rtt_ms: float,
+                 received_at: float | None = None, held_s: float = 0.0) -> None:
+        """A reply: its RTT, when it arrived (liveness counts from then, not from when a
+        tick read it) and how long the peer held our request (pacing.full_rate)."""
         link = self.table.links.get(target)
         if link is None:
             return
+        link.hold_s = max(held_s, pacing.HOLD_DECAY * link.hold_s)
         if link.answered_sent is None or sent_at > link.answered_sent:
             link.answered_sent = sent_at
         link.rtt.reply(sent_at, rtt_ms)
@@ -129,7 +133,8 @@ class Prober:
             link.local_interface = pinned
             log.info("link to %s: answers through %s (on-link on %s)", target[0], pinned,
                      ", ".join(link.path.candidates))
-        self.table.replied(link, self.clock())
+        now = self.clock()
+        self.table.replied(link, now, now if received_at is None else received_at)
 
     def on_lost(self, target: Target, sent_at: float) -> None:
         link = self.table.links.get(target)

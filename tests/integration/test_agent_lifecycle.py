@@ -103,7 +103,7 @@ def test_rtt_arithmetic(held_ns, wire_ns, mono_s, expect_ms):
         target_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         target_sock.bind(("127.0.0.1", 0))
         target = target_sock.getsockname()
-        ps = P.ProbeSocket(lambda t, at, rtt: replies.append(rtt),
+        ps = P.ProbeSocket(lambda t, at, rtt, *_: replies.append(rtt),
                            lambda t, at: lost.append(at), clock=clock)
         ps.open("127.0.0.1", 0)
         try:
@@ -130,7 +130,7 @@ def test_timeouts_are_losses_not_rtts():
     lost: list[float] = []
 
     async def main() -> None:
-        ps = P.ProbeSocket(lambda t, at, rtt: replies.append(rtt),
+        ps = P.ProbeSocket(lambda t, at, rtt, *_: replies.append(rtt),
                            lambda t, at: lost.append(at), timeout_s=1.0, clock=clock)
         ps.open("127.0.0.1", 0)
         sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

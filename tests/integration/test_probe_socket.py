@@ -99,7 +99,7 @@ def test_a_reply_that_waited_while_our_loop_was_late_is_a_reply(agent):
     lost: list[float] = []
 
     async def run() -> None:
-        ps = P.ProbeSocket(lambda _t, _s, rtt: replies.append(rtt),
+        ps = P.ProbeSocket(lambda _t, _s, rtt, *_: replies.append(rtt),
                            lambda _t, s: lost.append(s), timeout_s=0.2)
         ps.open("127.0.0.1", 0)
         try:

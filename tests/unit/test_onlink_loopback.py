@@ -38,7 +38,7 @@ def test_probe_sent_through_an_interface_index_and_answered_through_it():
     async def main() -> None:
         refl = P.ProbeSocket(lambda *a: None, lambda *a: None, reply_via=reply_via)
         refl.open("127.0.0.1", 0)
-        ps = P.ProbeSocket(lambda t, at, rtt: replies.append(rtt), lambda *a: None)
+        ps = P.ProbeSocket(lambda t, at, rtt, *_: replies.append(rtt), lambda *a: None)
         ps.open("127.0.0.1", 0)
         try:
             target = refl.sock.getsockname()
