@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections import deque
 
 from exotray.agent.links import Link
+from exotray.agent.probe_pressure import HOLD_TICK_MAX_S
 from exotray.core.queueing import QueueParams, QueueReading
 from exotray.core.stats import Rate
 
@@ -170,5 +171,6 @@ def full_rate(link: Link, now: float, last_sent: float | None) -> bool:
     if last_sent is None or (link.answered_sent is not None
                              and link.answered_sent >= last_sent):
         return False
-    hold = link.hold_s + HOLD_MARGIN_S if link.hold_s else 0.0
+    # (at most a tick's hold: a longer one was a peer's stall, and would delay "down")
+    hold = min(link.hold_s, HOLD_TICK_MAX_S) + HOLD_MARGIN_S if link.hold_s else 0.0
     return now - last_sent >= 2 * (link.rtt.last_ms or 0.0) / 1000 + hold

@@ -1,26 +1,19 @@
 """UDP RTT probes and the reflector that answers them (the TWAMP-light idea).
 
-One UDP socket on the agent's port both answers peers' probes and sends our own. A
-probe is a fixed 40-byte datagram:
+One UDP socket on the agent's port both answers peers' probes and sends our own, each
+the fixed 40-byte datagram of probe_format.py. The reflector fills t2 (the kernel's
+receive timestamp where the OS gives one) and t3 and returns a datagram of exactly the
+request's size, so exotray can never amplify traffic. The sender computes RTT =
+(t4 - t1) - (t3 - t2), removing the reflector's own delay; t4 is again the kernel's
+receive timestamp.
 
-    magic "xtP" + version 1 | type (1 request, 2 reply) | flags | reserved
-    seq (u64) | t1: sender's send time | t2: reflector's receive time | t3: reflector's
-    send time   (signed 64-bit nanoseconds of CLOCK_REALTIME)
+Where the kernel stamps receive times the agent reads the socket only at its ticks
+(`read_at_ticks`: no wake-up per datagram); a request waits there up to a tick, which
+its prober subtracts (docs/design.md "The probe socket read at the tick").
 
-The reflector fills t2 (the kernel's receive timestamp where the OS gives one) and t3
-and returns a datagram of exactly the request's size, so exotray can never amplify
-traffic. The sender computes RTT = (t4 - t1) - (t3 - t2), removing the reflector's own
-delay; t4 is again the kernel's receive timestamp.
-
-Because both ends stamp in the kernel, neither needs to read the socket the moment a
-datagram arrives: where the kernel stamps receive times, the agent reads it only at its
-ticks (`read_at_ticks`, a quarter interval apart), so a request waits there up to a tick
-(its prober subtracts the wait) and a reply's RTT and arrival time are the kernel's.
-Each wake-up of an idle agent's event loop costs about as much CPU as the work it does
-(docs/benchmarks.md "What an idle agent's CPU is"): peers' probes and their replies
-were about half of them. Anything that is not a well-formed
-probe is dropped silently and counted; replies that match no outstanding probe, or
-come from another address than the one probed, are dropped and counted as well.
+Anything that is not a well-formed probe is dropped silently and counted; replies that
+match no outstanding probe, or come from another address than the one probed, are
+dropped and counted as well.
 """
 
 from __future__ import annotations
@@ -63,21 +56,12 @@ from exotray.agent.probe_format import (  # noqa: F401 (the datagram format, re-
     tag,
     unseal,
 )
+from exotray.agent.probe_pressure import HOLD_TICK_MAX_S, WATCH_FOR_S, Pressure
 
 log = logging.getLogger(__name__)
 
-#: a request may wait in the socket for the agent's next tick only where ticks come at
-#: least this often (the default interval's come every 0.25 s): its prober subtracts the
-#: wait (t3 - t2) up to 1 s, and it must stay well inside every prober's timeout
-HOLD_TICK_MAX_S = 0.3
-#: datagrams one tick's drain reads at most; a drain that finds WATCH_AT or more (a
-#: flood, or a hub's peers all at the full rate: a tick of an 8-peer agent at rest
-#: holds ~4) reads them as they arrive again for WATCH_AFTER_FLOOD_S. The kernel's
-#: default receive buffer (208 KiB on Linux) holds ~200 probes, or ~90 datagrams of
-#: 1,500 B: a flood must not fill it between ticks and push out the replies to our probes
+#: datagrams one tick's read handles at most (more than the default buffer holds)
 DRAIN_MAX = 1024
-WATCH_AT = 64
-WATCH_AFTER_FLOOD_S = 10.0
 #: a reflector holding a probe for longer than this is lying or broken
 _MAX_REFLECT_DELAY_NS = 1_000_000_000
 #: how far the wall clock may disagree with the monotonic clock over one probe
@@ -135,6 +119,10 @@ class ProbeSocket:
         self._held = False
         self.watched = False
         self._watch_until = -1e18
+        self._pressure = Pressure()
+        #: a datagram came without the kernel's stamp: never held again (a held one
+        #: would be stamped when read)
+        self._stamps_missing = False
         #: probes refused in a row by sendto with EHOSTUNREACH (reset by a send that works)
         self.hostunreach_streak = 0
         self.counters: dict[str, int] = {
@@ -155,8 +143,9 @@ class ProbeSocket:
             # what really stamped each received datagram: the kernel, or we after recvmsg
             "rx_kernel_stamped": 0,
             "rx_user_stamped": 0,
-            # drains that found WATCH_AT datagrams or more (the socket watched again)
-            "drains_full": 0,
+            # ticks that found the socket crowded (read as datagrams arrive for a while:
+            # probe_pressure.py)
+            "probe_socket_crowded": 0,
         }
 
     # -- lifecycle -------------------------------------------------------------------
@@ -204,8 +193,9 @@ class ProbeSocket:
         """Read the socket only when the agent's tick drains it (every `tick_s`) where the
         kernel stamps receive times and ticks come at least every HOLD_TICK_MAX_S; else
         whenever a datagram arrives. Returns whether it is read at the ticks."""
-        self._held = self._kernel_ts is not None and tick_s <= HOLD_TICK_MAX_S
-        self._watch(not self._held)
+        self._held = (self._kernel_ts is not None and not self._stamps_missing
+                      and tick_s <= HOLD_TICK_MAX_S)
+        self._watch(not self._held or self.clock() < self._watch_until)
         return self._held
 
     def _watch(self, on: bool) -> None:
@@ -281,13 +271,16 @@ class ProbeSocket:
         """Handle what has arrived (the probe tick calls this before `expire`)."""
         if not self._held:
             self._read(256)
+            self._pressure.tick(False)  # (what is crowded counts only while held)
             return
-        if self._read(DRAIN_MAX) >= WATCH_AT:
+        kernel = self.sock is not None and self._pressure.kernel(self.sock)
+        self._read(DRAIN_MAX)
+        if self._pressure.tick(kernel):
             if not self.watched:
-                log.info("probe socket: %d or more datagrams in a tick; read as they "
-                         "arrive for %.0f s", WATCH_AT, WATCH_AFTER_FLOOD_S)
-            self.counters["drains_full"] += 1
-            self._watch_until = self.clock() + WATCH_AFTER_FLOOD_S
+                log.info("probe socket crowded between ticks: read as datagrams arrive "
+                         "for %.0f s", WATCH_FOR_S)
+            self.counters["probe_socket_crowded"] += 1
+            self._watch_until = self.clock() + WATCH_FOR_S
             self._watch(True)
         elif self.watched and self.clock() >= self._watch_until:
             self._watch(False)
@@ -295,24 +288,30 @@ class ProbeSocket:
     def _readable(self) -> None:
         self._read(256)  # bounded, so a flood cannot starve the loop
 
-    def _read(self, most: int) -> int:
-        """Read and handle up to `most` datagrams; how many were there (`most`: maybe
-        more)."""
+    def _read(self, most: int) -> None:
+        """Read and handle up to `most` datagrams."""
         sock = self.sock
         if sock is None:
-            return 0
-        for n in range(most):
+            return
+        c = self.counters
+        mine = c["replies_received"] + c["replies_bad_times"]
+        n, truncated = 0, False
+        for _ in range(most):
             try:
-                data, anc, _flags, addr = sock.recvmsg(PROBE_LEN + TAG_LEN + 1, _ANC_SPACE)
+                data, anc, flags, addr = sock.recvmsg(PROBE_LEN + TAG_LEN + 1, _ANC_SPACE)
             except (BlockingIOError, InterruptedError):
-                return n
+                break
             except OSError as e:
                 # e.g. ECONNREFUSED queued by an ICMP port unreachable: nothing to read
                 log.debug("probe socket: %s", e)
                 continue
+            n += 1
+            truncated = truncated or bool(flags & socket.MSG_TRUNC)
             arrived = parse_pktinfo(anc) if self._pktinfo else None
             self.datagram(data, addr, self._rx_time(anc), arrived)
-        return most
+        # (what was not a reply to our own probes: see probe_pressure.py)
+        self._pressure.read(n - (c["replies_received"] + c["replies_bad_times"] - mine),
+                            truncated)
 
     def _rx_time(self, anc: list) -> int:
         if self._kernel_ts is not None:
@@ -324,6 +323,10 @@ class ProbeSocket:
                 self._warned_no_stamp = True
                 log.warning("kernel receive timestamps were asked for but a datagram came "
                             "without one; such datagrams use user-space time")
+            if not self._stamps_missing:  # read as they arrive from now on
+                self._stamps_missing = True
+                self._held = False
+                self._watch(True)
         self.counters["rx_user_stamped"] += 1
         return time.time_ns()
 

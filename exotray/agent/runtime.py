@@ -348,6 +348,7 @@ class Agent:
         if self._server is not None:
             self._server.should_exit = True
         api = self.loops.pop("api")
+        self.prober.watch()  # (no tick reads the probe socket from here: see probe.py)
         await self.loops.stop()
         # Sharing before the server: streams to peers are responses it would wait for.
         await self.sharing.stop()
