@@ -23,6 +23,11 @@ What it measures (root, iperf3 not needed; network namespaces, see bench/README.
       comes from the wall-clock `at` of its peer_down / peer_up events.
 
     Each time is "until the last observer saw it" (the first observer is in the JSON).
+    Before each SIGKILL and each veth down or up the script waits a random 0-1 s
+    (--seed): a repetition starts right after the previous one was seen, and that is
+    at an agent's tick, so without it every repetition hits the agents' ticks at the
+    same phase, and a time that depends on the next tick (an interface change is read
+    at the next full tick) came out the same, high or low, five times over.
     It measures and prints; it asserts nothing.
 
 How to run (as root, from the repository root)
@@ -36,6 +41,7 @@ Runtime with the defaults: about 2 min.
 from __future__ import annotations
 
 import argparse
+import random
 import signal
 import sys
 import tempfile
@@ -92,6 +98,7 @@ def _first(d: dict[str, float | None], keys: list[str]) -> float | None:
 
 
 def run(args: argparse.Namespace, tmp: Path) -> dict:
+    rng = random.Random(args.seed)
     poll = args.poll
     with netlab.Lab(3) as lab:
         agents = netlab.Agents(lab, tmp)
@@ -141,6 +148,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict:
             kill = []
             for r in range(args.reps):
                 print(f"[lab_liveness] SIGKILL {r + 1}/{args.reps}", file=sys.stderr)
+                time.sleep(rng.uniform(0.0, 1.0))  # (any phase of the ticks: see above)
                 a["h3"].kill(signal.SIGKILL)
                 down = _watch({o: (lambda o=o: _state(a[o], h3.addr) == "down") for o in obs},
                               15.0, poll)
@@ -164,12 +172,14 @@ def run(args: argparse.Namespace, tmp: Path) -> dict:
                 # is read afterwards from its events (wall-clock `at`), not polled.
                 own = EventPoller(a["h3"])
                 own.sync()
+                time.sleep(rng.uniform(0.0, 1.0))
                 t_down = time.time()
                 netlab.run("ip", "-n", h3.ns, "link", "set", h3.veth, "down")
                 down = _watch({o: (lambda o=o: _state(a[o], h3.addr) == "down") for o in obs},
                               15.0, poll)
                 # keep it down --hold s in all, so h3's own agent also gets to call it
-                time.sleep(max(0.0, t_down + args.hold - time.time()))
+                time.sleep(max(0.0, t_down + args.hold - time.time())
+                           + rng.uniform(0.0, 1.0))
                 t_up = time.time()
                 netlab.run("ip", "-n", h3.ns, "link", "set", h3.veth, "up")
                 up = _watch({o: (lambda o=o: _state(a[o], h3.addr) == "up") for o in obs},
@@ -201,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--poll", type=float, default=0.05, help="polling period, s (0.05)")
     ap.add_argument("--hold", type=float, default=4.0,
                     help="seconds the veth stays down in the link-down case (4)")
+    ap.add_argument("--seed", type=int, default=1,
+                    help="seed of the random waits before each kill or veth change (1)")
     ap.add_argument("--name", default="lab_liveness", help="results file name")
     args = ap.parse_args(argv)
     if not 1 <= args.reps <= 50 or args.poll <= 0:

@@ -38,8 +38,6 @@ class Prober:
         self._tokens = float(L.UNANSWERED_PROBES_PER_S)
         self._tokens_at: float | None = None
         self._last_sent: dict[Target, float] = {}
-        #: the socket was read at this tick already (`drain`)
-        self._drained = False
 
     def open(self, bind: str, port: int, udp: socket.socket, *, timeout_s: float,
              key: bytes | None) -> ProbeSocket:
@@ -51,13 +49,6 @@ class Prober:
     def close(self) -> None:
         if self.socket is not None:
             self.socket.close()
-
-    def drain(self) -> None:
-        """Handle the replies and requests that have arrived (the start of each tick:
-        its judgement counts the replies that came since the last one)."""
-        if self.socket is not None:
-            self.socket.drain()
-            self._drained = True
 
     def watch(self) -> None:
         """Read the socket as datagrams arrive from now on (the agent stopping: no tick
@@ -78,11 +69,8 @@ class Prober:
         probe = self.socket
         assert probe is not None
         # Replies already here are replies, even when this tick runs late (a starved
-        # loop): read them before anything still outstanding is declared lost (unless
-        # this tick's `drain` just did).
-        if not self._drained:
-            probe.drain()
-        self._drained = False
+        # loop): read them before anything still outstanding is declared lost.
+        probe.drain()
         probe.expire()
         if paused:
             return

@@ -91,7 +91,6 @@ class Ticker:
         if full:
             steps.append(("share", self.share))
         emitted = sum(self.events.counts.values())
-        self._run("read", lambda _: self.prober.drain(), full)  # (replies since the last)
         for name, step in steps:
             self._run(name, step, full)
         if not full and sum(self.events.counts.values()) != emitted:

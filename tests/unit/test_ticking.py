@@ -200,16 +200,3 @@ def test_between_full_ticks_only_the_links_that_may_be_busy_are_judged(agent):
     assert subs and set(subs) == {IFACE}  # the quiet link: not between full ticks
     assert sorted(fulls) == sorted([IFACE, quiet_if] * 2)  # both on the 2 full ticks
 
-
-def test_each_tick_reads_the_probe_socket_before_its_judgement(agent):
-    """Where the socket is read only at the ticks (probe.py), the judgement must see the
-    replies that came since the last tick: the tick reads the socket first."""
-    order = []
-    agent.prober.drain = lambda: order.append("read")
-    sample = agent.ticker.sample
-    agent.ticker.sample = lambda full: (order.append("sample"), sample(full))
-    agent.prober.tick = lambda paused, full=True, send=True: order.append("probe")
-    for _ in range(2):  # a full tick and one between
-        agent.now_[0] += 0.25
-        agent.ticker.tick()
-    assert order == ["read", "sample", "probe"] * 2
