@@ -465,9 +465,16 @@ def test_huge_valid_snapshots_make_a_bounded_cluster_view(lab2_pair):
             peers=[*big_peers, f"{lab.hosts[1].addr}:52480"])
         try:
             a1b.wait_ready()
-            big = wait_for(lambda: [n for n in a1b.get("/v1/cluster")["nodes"]
-                                    if n["node"]["id"].startswith("big")], 15)
-            assert big and len(big) == 10, a1b.log()[-2000:]
+
+            def bigs() -> list:
+                return [n for n in a1b.get("/v1/cluster")["nodes"]
+                        if n["node"]["id"].startswith("big")]
+
+            # (all ten: the first one fetched is not the last; each is a 1 MiB
+            # snapshot to fetch and validate)
+            wait_for(lambda: len(bigs()) == 10, 15)
+            big = bigs()
+            assert len(big) == 10, a1b.log()[-2000:]
             t0 = time.monotonic()
             raw = httpx.get(a1b.url + "/v1/cluster", timeout=5, trust_env=False).content
             took = time.monotonic() - t0
