@@ -7,7 +7,7 @@ down).
 
 The kernel charges each datagram its whole in-memory size (Linux: ~830 B for a 56-byte
 probe on loopback, ~2.3 KiB for a 1,400-byte datagram; 208 KiB default buffer: 256
-probes, or 90 large datagrams), while a drain reads 49 bytes of each. So the signs are:
+probes, or 90 large datagrams), while a drain reads at most 57 bytes of each. So the signs are:
 
 * Linux: the buffer half full when a tick comes to read it, or the kernel's count of
   datagrams it dropped on this socket grown (SO_MEMINFO: sk_rmem_alloc, sk_rcvbuf,

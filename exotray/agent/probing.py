@@ -139,8 +139,7 @@ class Prober:
             link.local_interface = pinned
             log.info("link to %s: answers through %s (on-link on %s)", target[0], pinned,
                      ", ".join(link.path.candidates))
-        now = self.clock()
-        self.table.replied(link, now, now if received_at is None else received_at)
+        self.table.replied(link, self.clock(), received_at)  # (None: now)
 
     def on_lost(self, target: Target, sent_at: float) -> None:
         link = self.table.links.get(target)
