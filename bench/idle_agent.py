@@ -4,10 +4,12 @@ What it measures
     For each N in --agents (default 8) it starts N agents on loopback (mDNS off), each
     listing all the others (a full mesh: every agent has N-1 links, shares with N-1
     peers and follows N-1 streams). Agent 0 runs under bench/_loop_counter.py, which
-    counts its event loop's wake-ups (`_run_once`) and the callbacks run by kind from
-    `--settle` s after its start; with --profile also cProfile with a CPU-time clock.
-    After --settle s the script samples agent 0's CPU time (psutil) for --seconds and
-    reads its counters before and after (probes sent and reflected per link per second).
+    counts its event loop's passes (`_run_once`: a wake-up, and one more pass for each
+    task a timer resumes) and the callbacks run by kind from `--settle` s after its
+    start; with --profile also cProfile with a CPU-time clock. After --settle s the
+    script samples agent 0's CPU time and voluntary context switches (psutil: every
+    thread's waits, the kernel's count of its wake-ups) for --seconds and reads its
+    counters before and after (probes sent and reflected per link per second).
     All agents share the machine's CPUs; load average before and after is recorded.
 
     It measures and prints; it asserts nothing about speed.
@@ -65,9 +67,9 @@ def run_row(n: int, args: argparse.Namespace) -> dict:
         proc = psutil.Process(agents[0].proc.pid)
         load0 = os.getloadavg()
         snap0 = agents[0].snapshot()
-        t0, c0 = time.monotonic(), _cpu_s(proc)
+        t0, c0, x0 = time.monotonic(), _cpu_s(proc), proc.num_ctx_switches()
         time.sleep(args.seconds)
-        t1, c1 = time.monotonic(), _cpu_s(proc)
+        t1, c1, x1 = time.monotonic(), _cpu_s(proc), proc.num_ctx_switches()
         snap1 = agents[0].snapshot()
         load1 = os.getloadavg()
         wall = t1 - t0
@@ -88,6 +90,8 @@ def run_row(n: int, args: argparse.Namespace) -> dict:
         "seconds": round(wall, 2),
         "cpu_pct_one_core": 100.0 * (c1 - c0) / wall,
         "profiled": args.profile,
+        # the kernel's count: each time the agent (any thread) gave up the CPU to wait
+        "switches_per_s": (x1.voluntary - x0.voluntary) / wall,
         "wakeups_per_s": (counted["wakeups"] / counted["seconds"]) if counted else None,
         "callbacks_per_s": counted.get("callbacks_per_s"),
         "probes_sent_per_link_per_s": (k1.get("probes_sent", 0) - k0.get("probes_sent", 0))
@@ -124,9 +128,9 @@ def main(argv: list[str] | None = None) -> int:
                                                                 if args.profile else ""))
     print()
     print(md_table(
-        ["agents", "CPU % of a core", "wake-ups/s", "probes/s/link", "reflected/s/link",
+        ["agents", "CPU % of a core", "switches/s", "loop wake-ups/s", "probes/s/link", "reflected/s/link",
          "links up", "load avg before → after"],
-        [[str(r["agents"]), f"{r['cpu_pct_one_core']:.2f}",
+        [[str(r["agents"]), f"{r['cpu_pct_one_core']:.2f}", f"{r['switches_per_s']:.1f}",
           f"{r['wakeups_per_s']:.1f}" if r["wakeups_per_s"] is not None else "–",
           f"{r['probes_sent_per_link_per_s']:.2f}", f"{r['reflected_per_link_per_s']:.2f}",
           f"{r['links_up']}/{r['agents'] - 1}",

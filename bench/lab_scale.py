@@ -91,6 +91,7 @@ def run_row(lab: netlab.Lab, agents_tmp: Path, n: int, sharing: str,
         t0 = time.monotonic()
         c0 = cpu_s(proc)
         k0_times = proc.cpu_times()
+        x0 = proc.num_ctx_switches()
         sc0 = [cpu_s(p) for p in sprocs]
         rss, threads, samples = [], [], []
         spy = None
@@ -119,6 +120,7 @@ def run_row(lab: netlab.Lab, agents_tmp: Path, n: int, sharing: str,
         t1 = time.monotonic()
         c1 = cpu_s(proc)
         k1_times = proc.cpu_times()
+        x1 = proc.num_ctx_switches()
         if spy is not None:
             spy.wait(timeout=30)
         sc1 = [cpu_s(p) for p in sprocs]
@@ -146,6 +148,10 @@ def run_row(lab: netlab.Lab, agents_tmp: Path, n: int, sharing: str,
             # the kernel's share: on veths and a bridge, a datagram's whole path into
             # the receiving namespace runs in the sender's system time
             "hub_cpu_user_pct": 100.0 * (k1_times.user - k0_times.user) / wall,
+            # the kernel's count of the hub's wake-ups (every thread): each time it gave
+            # up the CPU to wait, and each time it was preempted
+            "hub_voluntary_switches_per_s": (x1.voluntary - x0.voluntary) / wall,
+            "hub_involuntary_switches_per_s": (x1.involuntary - x0.involuntary) / wall,
             "hub_cpu_system_pct": 100.0 * (k1_times.system - k0_times.system) / wall,
             "hub_cpu_pct_max_sample": max(samples) if samples else None,
             "hub_cpu_pct_samples": [round(x, 2) for x in samples],
@@ -235,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     def f(v: float | None, nd: int) -> str:
         return "–" if v is None else f"{v:.{nd}f}"
 
-    headers = ["P", "sharing", "hub CPU %", "user / sys %", "max 1 s", "RSS MiB med / max", "probe B/s/peer",
+    headers = ["P", "sharing", "hub CPU %", "user / sys %", "max 1 s", "hub switches/s", "RSS MiB med / max", "probe B/s/peer",
                "reflect B/s/peer", "veth tx B/s/peer", "veth tx kB/s total", "veth rx B/s/peer",
                "hub snapshot B", "stream out / in B/s/peer", "spoke CPU % mean / max",
                "links up", "start s"]
@@ -251,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             f(r["hub_cpu_pct_one_core"], 2),
             f"{r['hub_cpu_user_pct']:.2f} / {r['hub_cpu_system_pct']:.2f}",
             f(r["hub_cpu_pct_max_sample"], 1),
+            f(r["hub_voluntary_switches_per_s"], 1),
             f"{r['hub_rss_mib_median']:.1f} / {r['hub_rss_mib_max']:.1f}",
             f(r["probe_bytes_per_peer_per_s"], 0),
             f(r["reflect_bytes_per_peer_per_s"], 0),

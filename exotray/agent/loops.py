@@ -30,6 +30,13 @@ class Loops:
     def every(self, name: str, period: float, fn: Callable[[], Any]) -> asyncio.Task:
         return self.run(name, self._every(period, fn))
 
+    def timer(self, name: str, period: float, fn: Callable[[], None]) -> asyncio.Task:
+        """`every` for a plain function, called from the loop's timer: one pass of the
+        loop a call, where a task that sleeps takes two (the timer resumes the task at
+        the next pass). The task `name` only holds the timer, and ends it when
+        cancelled."""
+        return self.run(name, self._timer(period, fn))
+
     def pop(self, name: str) -> asyncio.Task | None:
         return self.tasks.pop(name, None)
 
@@ -39,6 +46,26 @@ class Loops:
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _timer(self, period: float, fn: Callable[[], None]) -> None:
+        loop = asyncio.get_running_loop()
+
+        def fire(at: float) -> None:
+            nonlocal handle
+            try:
+                fn()
+            except Exception:  # a bug in one tick must not stop the agent
+                log.exception("error in %s", getattr(fn, "__name__", fn))
+            next_at, now = at + period, self.clock()
+            if next_at < now:  # late: skip ticks, do not drift
+                next_at = now + period - ((now - next_at) % period)
+            handle = loop.call_later(next_at - now, fire, next_at)
+
+        handle: asyncio.Handle = loop.call_soon(fire, self.clock())
+        try:
+            await loop.create_future()  # until cancelled
+        finally:
+            handle.cancel()
 
     async def _every(self, period: float, fn: Callable[[], Any]) -> None:
         """Call fn (sync or async) on a fixed schedule; a slow call skips ticks, not drifts."""

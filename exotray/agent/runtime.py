@@ -279,7 +279,7 @@ class Agent:
         tick_s = self.ticker.period(self.interval, self.settings.probes_per_interval)
         if self.probe is not None:  # read at the ticks where it can be (probe.py)
             self.probe.read_at_ticks(tick_s)
-        self.loops.every("tick", tick_s, self.ticker.tick)
+        self.loops.timer("tick", tick_s, self.ticker.tick)
         self.loops.every("exo", poll_period(self.interval), self.exo.tick)  # exowatch.py
 
     async def start(self) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from exotray.agent import links as linkstats
 from exotray.agent import pacing, sampler
@@ -129,7 +129,10 @@ class Ticker:
         t = self.wall(now)
         try:
             fresh = full and self._nics_due(now)
-            counters, nics = self.monitor.read(fresh)
+            # (between full ticks, the links' carriers alone where they can be read so)
+            quick = None if full else self.monitor.read_watched()
+            counters, nics = ((quick, self.monitor.nics) if quick is not None
+                              else self.monitor.read(fresh))
             if full and not fresh and counters.keys() != self._names:
                 fresh = True  # an interface came or went: read the list now
                 counters, nics = self.monitor.read(True)
@@ -155,7 +158,20 @@ class Ticker:
                 n = judged.get(link.id) or self.exo.numbers(link)
                 linkstats.history_row(link, now, t, n.rate, n.utilization)
             self.store.collect(t, links, self.monitor.ifaces)
+            self.monitor.watch(self._carriers(links))
         self.last_sample = now
+
+    def _carriers(self, links: Iterable[Link]) -> set[str | None]:
+        """What a tick between full ones reads the counters of: each link's interface,
+        the bridge cable that reaches its peer, and where it saturated."""
+        out: set[str | None] = set()
+        carrier = self.monitor.carrier
+        for link in links:
+            out.add(link.local_interface)
+            out.add(carrier(link.local_interface, link.target[0]))
+            if link.saturated_on is not None:
+                out.update(link.saturated_on)
+        return out
 
     def _nics_due(self, now: float) -> bool:
         """Read the interface list on this full tick? When rtnetlink says something

@@ -58,16 +58,18 @@ class RateMeter:
 
     `update(now, counters)` takes a monotonic time and {name: (rx_bytes, tx_bytes)} and
     returns {name: Rate} for every interface that has a valid rate for this interval.
-    Interfaces may appear (no rate until their second reading) and vanish (forgotten).
+    Interfaces may appear (no rate until their second reading) and vanish (forgotten),
+    unless `partial`: a reading of some interfaces alone (the agent reads the links'
+    carriers alone between full ticks), the others neither vanished nor read.
     `limits` maps names to what the hardware can physically carry in bytes/s (the NIC's
     negotiated speed): rates above `absurd_factor` times it are impossible and rejected.
     Never pass a user's capacity override here: a rate above it is "over capacity", a
     real reading.
 
-    With `window_s`, readings may come more often than the window (the agent reads the
-    counters four times per interval) and each returned rate is the average over the
-    most recent valid readings spanning `window_s`: a sliding window, so a detector fed
-    with it sees a full interval's rate four times per interval. A reset clears the
+    With `window_s`, readings may come more often than the window (the agent reads its
+    links' carriers four times per interval) and each returned rate is the average over
+    the most recent valid readings spanning `window_s`: a sliding window, so a detector
+    fed with it sees a full interval's rate four times per interval. A reset clears the
     window; a rejected (absurd) reading is left out of it.
     """
 
@@ -84,10 +86,11 @@ class RateMeter:
         now: float,
         counters: Mapping[str, tuple[int, int]],
         limits: Mapping[str, float | None] | None = None,
+        partial: bool = False,
     ) -> dict[str, Rate]:
         limits = limits or {}
         out: dict[str, Rate] = {}
-        for name in list(self._last):
+        for name in () if partial else list(self._last):  # (partial: some read alone)
             if name not in counters:
                 log.info("interface %s vanished", name)
                 del self._last[name]
