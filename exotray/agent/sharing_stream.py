@@ -31,6 +31,7 @@ from exotray.agent import stream_wire as W
 from exotray.agent.clients import HttpClients
 from exotray.agent.peers import Peer, PeerTable
 from exotray.agent.sharing import PollSharing
+from exotray.agent.stream_hold import StreamHold
 from exotray.agent.stream_serve import STREAM_ID_HEADER, STREAM_PATH, Producer, StreamEndpoint
 from exotray.agent.stream_watch import Watch
 from exotray.agent.throttle import Throttled
@@ -60,7 +61,7 @@ class StreamSharing:
         self.counters.update({k: 0 for k in (
             "stream_bytes_in", "stream_frames_in", "stream_bytes_out", "stream_frames_built",
             "stream_deltas_waiting", "stream_builds_skipped", "stream_subscribers",
-            "stream_subscribers_dropped",
+            "stream_subscribers_dropped", "stream_sockets_held",
             "stream_reconnects")})
         self.rejections = self._poll.rejections
         self.producer = Producer(snapshot, key, clock, self.counters, own, watch)
@@ -69,6 +70,8 @@ class StreamSharing:
         self.protocol: dict[str, str] = {}
         self._poll_until: dict[str, float] = {}
         self.sleep = asyncio.sleep  # (the wait between connections; a test's to replace)
+        #: Linux: the followed streams' frames wait in the kernel for our ticks
+        self.hold = StreamHold()
 
     def routes(self) -> list[BaseRoute]:
         return [Route(STREAM_PATH, StreamEndpoint(self.producer), methods=["GET"])]
@@ -81,6 +84,11 @@ class StreamSharing:
         own."""
         if not self.producer.closed:
             self.producer.publish()
+
+    def at_tick(self) -> None:
+        """At every tick: what the followed streams hold is read now (stream_hold.py)."""
+        self.hold.tick()
+        self.counters["stream_sockets_held"] = len(self.hold)
 
     def tick(self) -> None:
         if self.producer.closed:
@@ -112,6 +120,7 @@ class StreamSharing:
             t.cancel()
         await asyncio.gather(*self._following.values(), return_exceptions=True)
         self._following = {}
+        self.hold.close()
         await self._poll.stop()
 
     # -- following one peer ------------------------------------------------------------
@@ -191,18 +200,25 @@ class StreamSharing:
             mirror = W.Mirror(self.node_id, peer.id if "mdns" in peer.sources else None)
             reader = W.FrameReader()
             expect: list[int] = []  # the next sequence number, once a frame came
-            # a heartbeat missed twice (the larger of our interval and the peer's, once
-            # known) + 1 s without a frame: dead
-            async with asyncio.timeout(_quiet(self._interval())) as quiet:
-                async for chunk in resp.aiter_raw():
-                    for kind, seq, sig, body, size in reader.feed(chunk):
-                        snap = self._frame(kind, seq, sig, body, size, stream_id, nonce,
-                                           mirror, expect)
-                        self._accept(peer, snap)
-                        got = True
-                        every = min(MAX_INTERVAL_S, max(self._interval(), snap.interval_s))
-                        quiet.reschedule(loop.time() + _quiet(every))
-            reader.end()
+            stream = resp.extensions.get("network_stream")
+            self.hold.add(peer.key, stream.get_extra_info("socket") if stream else None)
+            try:
+                # a heartbeat missed twice (the larger of our interval and the peer's,
+                # once known) + 1 s without a frame: dead
+                async with asyncio.timeout(_quiet(self._interval())) as quiet:
+                    async for chunk in resp.aiter_raw():
+                        self.hold.rearm(peer.key)  # (the next frame waits for a tick)
+                        for kind, seq, sig, body, size in reader.feed(chunk):
+                            snap = self._frame(kind, seq, sig, body, size, stream_id,
+                                               nonce, mirror, expect)
+                            self._accept(peer, snap)
+                            got = True
+                            every = min(MAX_INTERVAL_S, max(self._interval(),
+                                                            snap.interval_s))
+                            quiet.reschedule(loop.time() + _quiet(every))
+                reader.end()
+            finally:
+                self.hold.remove(peer.key)
         return got
 
     def _frame(self, kind: bytes, seq: int, sig: str, body: bytes, size: int,

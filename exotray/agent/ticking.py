@@ -4,17 +4,20 @@ Sampling, probing and sharing used to wake the event loop on timers of their own
 + 1 times an interval, at unrelated phases, plus the stream's producer). One tick every
 interval / SUBSAMPLES now does what is due, in this order:
 
-every tick   the interface counters (rates over a sliding interval: saturation is seen
-             within a quarter interval); the judgement (detector, queueing) of the links
-             that may be busy (pacing.py); probes to links that need the full rate;
-             replies read, overdue probes declared lost, liveness moved
+every tick   the byte counters of the links' carriers (all interfaces' where those
+             cannot be read alone: monitor.py; rates over a sliding interval, so
+             saturation is seen within a quarter interval); the judgement (detector,
+             queueing) of the links that may be busy (pacing.py); probes to links that
+             need the full rate; replies read, overdue probes declared lost, liveness
+             moved; the frames the followed streams hold read (stream_hold.py)
 full tick    (every SUBSAMPLES-th) also the interface list, routes, every link judged
              and probed, history rows, this node's stream frame, sharing's tick and
              pruning
 
 So a link at rest costs one probe, one reflection and one judgement an interval; the
-loop wakes SUBSAMPLES times an interval for all of it. The exo poll (3 s, exowatch.py)
-and the resolver (10 s) keep timers of their own: they wait on the network.
+loop wakes SUBSAMPLES times an interval for all of it (from its timer: Loops.timer).
+The exo poll (3 s, exowatch.py) and the resolver (10 s) keep timers of their own: they
+wait on the network.
 """
 
 from __future__ import annotations
@@ -87,7 +90,8 @@ class Ticker:
         probe_due = full or k * self.probes // self.per_interval != (
             (k - 1) * self.probes // self.per_interval)
         steps = [("sample", self.sample),
-                 ("probe", self.probe if probe_due else self._replies_only)]
+                 ("probe", self.probe if probe_due else self._replies_only),
+                 ("streams", lambda _: self.sharing().at_tick())]
         if full:
             steps.append(("share", self.share))
         emitted = sum(self.events.counts.values())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.server
 import re
 import socket
+import sys
 import threading
 import time
 from urllib.parse import parse_qs, urlsplit
@@ -215,6 +216,8 @@ def test_a_change_reaches_the_other_node_within_an_interval(streaming_pair):
         assert seen, f"{mbit} Mbit/s on b did not reach a within 1 s"
     cluster = a.get("/v1/cluster")
     assert cluster["sharing"] == "stream" and cluster["peers"][0]["sharing"] == "stream"
+    if sys.platform.startswith("linux"):  # (b's frames waited for a's ticks: stream_hold)
+        assert a.get("/v1/snapshot")["counters"]["stream_sockets_held"] == 1
     assert 0 <= _node(cluster, "b")["age_s"] < W.HEARTBEAT * 0.5 + 1.0
     # one probe's RTT stays with local clients: b shows its own, a's view of b has none
     assert wait_for(lambda: any(lk["rtt_last_ms"] is not None

@@ -1,0 +1,86 @@
+"""The followed streams' frames read at the agent's ticks, not as they arrive (Linux).
+
+An idle agent's CPU is its wake-ups (docs/design.md, "The ticks between full ones"); with
+the probe socket read at the ticks, its peers' stream frames were the last of them at
+phases it does not choose: at rest a heartbeat from each peer every few intervals (1.4
+wake-ups a second at 8 peers). On Linux, epoll reports a TCP socket readable only once
+SO_RCVLOWAT bytes are queued (socket(7)), and setting SO_RCVLOWAT signals it at once when
+that many already are (tcp_set_rcvlowat, Linux 4.18 and later). So:
+
+* a followed stream's socket gets a low-water mark of HOLD_BYTES after each read: a
+  frame smaller than that waits in the kernel;
+* at each tick, a held socket with bytes queued (FIONREAD) gets a mark of 1 and is read
+  in the loop's next pass, in the same wake-up as the tick;
+* a frame of HOLD_BYTES or more (a large cluster's full snapshot) is read at once;
+* a connection no longer followed gets its mark of 1 back (it may go back to the pool).
+
+A frame waits at most a tick (a quarter interval at most), so a peer's change still
+reaches us within an interval + 0.5 s. Elsewhere than Linux (macOS's kqueue does not
+look at a socket again when its mark changes, so a held frame would wait for the next
+one) frames are read as they arrive, as before.
+"""
+
+from __future__ import annotations
+
+import array
+import fcntl
+import logging
+import socket
+import sys
+import termios
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: a frame shorter than this waits for the tick
+HOLD_BYTES = 32 * 1024
+
+
+class StreamHold:
+    def __init__(self, platform: str | None = None) -> None:
+        self.enabled = (platform or sys.platform).startswith("linux") and hasattr(
+            socket, "SO_RCVLOWAT")
+        self._socks: dict[str, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._socks)
+
+    def add(self, key: str, sock: Any) -> None:
+        """Hold what arrives on `sock` (a followed stream's connection) until a tick."""
+        if self.enabled and sock is not None and self._mark(sock, HOLD_BYTES):
+            self._socks[key] = sock
+
+    def rearm(self, key: str) -> None:
+        """After a read: hold again what comes next."""
+        sock = self._socks.get(key)
+        if sock is not None and not self._mark(sock, HOLD_BYTES):
+            del self._socks[key]
+
+    def remove(self, key: str) -> None:
+        sock = self._socks.pop(key, None)
+        if sock is not None:
+            self._mark(sock, 1)
+
+    def tick(self) -> None:
+        """Let every held socket with something queued be read now."""
+        buf = array.array("i", [0])
+        for key, sock in list(self._socks.items()):
+            try:
+                fcntl.ioctl(sock.fileno(), termios.FIONREAD, buf, True)
+                if buf[0] > 0:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
+            except (OSError, ValueError):  # closed under us: its reader ends by itself
+                del self._socks[key]
+
+    def close(self) -> None:
+        for key in list(self._socks):
+            self.remove(key)
+
+    @staticmethod
+    def _mark(sock: Any, n: int) -> bool:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, n)
+            return True
+        except (OSError, ValueError) as e:
+            log.debug("stream socket: SO_RCVLOWAT %d: %s", n, e)
+            return False
