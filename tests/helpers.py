@@ -58,6 +58,7 @@ def counted_agent(tmp_path: Any, iface: str, nic: Any, capacity_mbit: float = 10
                  exo_url="")
     a = Agent(s, clock=lambda: now[0])
     a.counters = [1_000_000, 1_000_000]
+    a.monitor.carriers.sysfs = None  # (counters given: every tick reads them)
     a.monitor.read = lambda full: ({iface: tuple(a.counters)}, {iface: nic})
     a.now_ = now
     return a

@@ -15,13 +15,15 @@ class Loops:
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
         self.tasks: dict[str, asyncio.Task] = {}
+        #: the timers, by name (stopped with their task, at once)
+        self._timers: dict[str, _Timer] = {}
 
     def __bool__(self) -> bool:
         return bool(self.tasks)
 
     def run(self, name: str, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
         """Run `coro` as the task `name` (replacing, cancelled, one of that name)."""
-        old = self.tasks.pop(name, None)
+        old = self.pop(name)
         if old is not None:
             old.cancel()
         task = self.tasks[name] = asyncio.create_task(coro, name=name)
@@ -35,37 +37,46 @@ class Loops:
         loop a call, where a task that sleeps takes two (the timer resumes the task at
         the next pass). The task `name` only holds the timer, and ends it when
         cancelled."""
-        return self.run(name, self._timer(period, fn))
+        timer = _Timer()
+        task = self.run(name, self._timer(period, fn, timer))
+        self._timers[name] = timer
+        return task
 
     def pop(self, name: str) -> asyncio.Task | None:
+        """Take the task `name` out (a timer's next call is cancelled now: a due call
+        could otherwise still run before the task sees its cancellation)."""
+        timer = self._timers.pop(name, None)
+        if timer is not None:
+            timer.stop()
         return self.tasks.pop(name, None)
 
     async def stop(self) -> None:
         """Cancel every task and wait for them to end."""
-        tasks, self.tasks = list(self.tasks.values()), {}
+        tasks = [t for t in (self.pop(name) for name in list(self.tasks)) if t is not None]
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _timer(self, period: float, fn: Callable[[], None]) -> None:
+    async def _timer(self, period: float, fn: Callable[[], None], timer: _Timer) -> None:
         loop = asyncio.get_running_loop()
 
         def fire(at: float) -> None:
-            nonlocal handle
             try:
                 fn()
             except Exception:  # a bug in one tick must not stop the agent
                 log.exception("error in %s", getattr(fn, "__name__", fn))
-            next_at, now = at + period, self.clock()
-            if next_at < now:  # late: skip ticks, do not drift
-                next_at = now + period - ((now - next_at) % period)
-            handle = loop.call_later(next_at - now, fire, next_at)
+            finally:  # (whatever fn raised, the next call is booked, unless stopped)
+                next_at, now = at + period, self.clock()
+                if next_at < now:  # late: skip ticks, do not drift
+                    next_at = now + period - ((now - next_at) % period)
+                if not timer.stopped:
+                    timer.handle = loop.call_later(next_at - now, fire, next_at)
 
-        handle: asyncio.Handle = loop.call_soon(fire, self.clock())
+        timer.handle = loop.call_soon(fire, self.clock())
         try:
             await loop.create_future()  # until cancelled
         finally:
-            handle.cancel()
+            timer.stop()
 
     async def _every(self, period: float, fn: Callable[[], Any]) -> None:
         """Call fn (sync or async) on a fixed schedule; a slow call skips ticks, not drifts."""
@@ -84,3 +95,18 @@ class Loops:
             if next_at < now:
                 next_at = now + period - ((now - next_at) % period)
             await asyncio.sleep(next_at - now)
+
+
+class _Timer:
+    """A timer's next call; once stopped, no call books another."""
+
+    __slots__ = ("handle", "stopped")
+
+    def __init__(self) -> None:
+        self.handle: asyncio.Handle | None = None
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self.handle is not None:
+            self.handle.cancel()

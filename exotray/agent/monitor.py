@@ -16,15 +16,13 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-import os
-import sys
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from exotray.agent import sampler
 from exotray.agent.capstore import CapacityStore, Measured
+from exotray.agent.carriers import CarrierReader
 from exotray.agent.hardware import Hardware
 from exotray.agent.hwread import HwLink, NoReader
 from exotray.agent.interfaces import InterfaceClassifier, mdns_by_default
@@ -38,11 +36,6 @@ log = logging.getLogger(__name__)
 
 #: a vanished interface is forgotten after this long
 VANISHED_FORGET_S = 3600.0
-#: sysfs counters that run behind psutil's this many times within DISAGREE_WINDOW_S are
-#: not this namespace's (an interface re-created makes one such step, rarely): every
-#: tick then reads all counters through psutil
-DISAGREE_MAX = 3
-DISAGREE_WINDOW_S = 60.0
 
 
 @dataclass
@@ -71,14 +64,8 @@ class InterfaceMonitor:
         self.rates = RateMeter(window_s=interval)
         #: the latest raw byte counters per interface (for /metrics)
         self.raw_counters: dict[str, tuple[int, int]] = {}
-        #: Linux: the links' carriers, read alone between full ticks (sysfs); `watched`
-        #: the names it has open, None while it is not in use; `partial`: the last read
-        #: was of those alone
-        self._quick = (sampler.SysfsCounters() if sys.platform.startswith("linux")
-                       and os.path.isdir(sampler.SYS_NET) else None)
-        self.watched: frozenset[str] | None = None
-        self.partial = False
-        self._disagreed: deque[float] = deque(maxlen=DISAGREE_MAX)
+        #: Linux: the links' carriers, read alone between full ticks (carriers.py)
+        self.carriers = CarrierReader()
         self.hardware = hardware or Hardware(NoReader())
         #: measured capacities, kept in the state dir (capstore.py)
         self.store = CapacityStore(state_dir)
@@ -94,54 +81,21 @@ class InterfaceMonitor:
         when unreadable."""
         counters = sampler.read_counters()
         nics = sampler.read_nics() if full else self.nics
-        if self.watched is not None:
-            self._check(counters)
+        self.carriers.agree(self.raw_counters, counters, self._now)
         self.raw_counters = counters
-        self.partial = False
         return counters, nics
 
     def read_watched(self) -> dict[str, tuple[int, int]] | None:
-        """The watched interfaces' counters alone (`partial`), or None where they cannot
-        be read alone: then `read`."""
-        if self.watched is None or self._quick is None:
-            return None
-        counters = self._quick.read()
-        self._check(counters)
-        self.raw_counters = {**self.raw_counters, **counters}
-        self.partial = True
+        """The watched interfaces' counters alone (a partial reading for update_rates),
+        or None where they cannot be read alone now: then `read`."""
+        counters = self.carriers.read(self.raw_counters, self._now)
+        if counters is not None:
+            self.raw_counters = {**self.raw_counters, **counters}
         return counters
 
     def watch(self, names: Iterable[str | None]) -> None:
-        """The interfaces a tick between full ones reads: the links' carriers. Where they
-        can be read alone (Linux's sysfs); elsewhere every tick reads all."""
-        if self._quick is None:
-            return
-        want = frozenset(n for n in names if n and "/" not in n and not n.startswith("."))
-        if want != self.watched:
-            self.watched = want if self._quick.open(want) else None
-
-    def _check(self, counters: dict[str, tuple[int, int]]) -> None:
-        """Counters only grow: a watched interface whose counters went back since the
-        last read (from the other source, or this one) was re-created — or sysfs is
-        another namespace's, which does so every interval: then psutil's alone."""
-        raw, watched = self.raw_counters, self.watched or frozenset()
-        behind = sorted(n for n in watched if n in counters and n in raw and (
-            counters[n][0] < raw[n][0] or counters[n][1] < raw[n][1]))
-        if not behind or self._quick is None:
-            return
-        self._disagreed.append(self._now)
-        names = self.watched or frozenset()
-        self.watched = None
-        if (len(self._disagreed) == DISAGREE_MAX
-                and self._now - self._disagreed[0] <= DISAGREE_WINDOW_S):
-            log.warning("byte counters of %s in sysfs and in /proc/net/dev disagree "
-                        "again: every tick reads /proc/net/dev", ", ".join(behind))
-            self._quick.close()
-            self._quick = None
-            return
-        log.info("byte counters of %s went back (re-created?): sysfs files opened again",
-                 ", ".join(behind))
-        self.watched = names if self._quick.open(names) else None
+        """The interfaces a tick between full ones reads: the links' carriers."""
+        self.carriers.watch(names)
 
     def update(self, nics: dict[str, sampler.NicInfo], now: float) -> bool:
         """Take a fresh interface list; return whether any address, network or up/down
@@ -195,7 +149,8 @@ class InterfaceMonitor:
         return addresses_changed
 
     def update_rates(self, now: float, counters: dict[str, tuple[int, int]],
-                     nics: dict[str, sampler.NicInfo]) -> None:
+                     nics: dict[str, sampler.NicInfo], partial: bool = False) -> None:
+        """New rates from a reading: of every interface, or (`partial`) of some alone."""
         # Impossible rates are judged against what the hardware can carry (the NIC's
         # negotiated speed), never against a capacity the user gave: traffic above an
         # override is real and is exactly what "over capacity" must show. Nor against a
@@ -205,7 +160,6 @@ class InterfaceMonitor:
         limits = {name: nic.speed_mbit * cap.MBIT for name in counters
                   if (nic := nics.get(name)) is not None and nic.speed_mbit
                   and self._port_speed(name)}
-        partial = self.partial
         rates = self.rates.update(now, counters, limits, partial=partial)
         for name in counters if partial else self.ifaces:
             st = self.ifaces.get(name)
@@ -389,9 +343,7 @@ class InterfaceMonitor:
             asyncio.to_thread(self.classifier.classify_all, names), name="classify")
 
     async def stop(self) -> None:
-        if self._quick is not None:
-            self._quick.close()
-            self.watched = None
+        self.carriers.close()
         await self.hardware.stop()
         await asyncio.to_thread(self.store.flush)
         if self._classify_task is not None:

@@ -89,7 +89,8 @@ class SysfsCounters:
         self.close()
         try:
             ours = dict((name, index) for index, name in socket.if_nameindex())
-            listed = set(os.listdir(self.root))
+            listed = {n for n in os.listdir(self.root)  # (not bonding_masters, a file)
+                      if os.path.isdir(os.path.join(self.root, n))}
             if listed != set(ours) or any(
                     _read_int(os.path.join(self.root, n, "ifindex")) != ours[n] for n in names
                     if n in ours):

@@ -45,9 +45,9 @@ class Sharing(Protocol):
         """Once per interval, paused or not, on the agent's full tick: what this node
         serves its subscribers (the stream's frame; polling serves on request)."""
 
-    def at_tick(self) -> None:
-        """At every tick of the agent: what arrived on the connections it follows and
-        waits for a tick is read now (stream_hold.py)."""
+    def at_tick(self, tick_s: float) -> None:
+        """At every tick of the agent (`tick_s` apart): what arrived on the connections
+        it follows and waits for a tick is read now (stream_hold.py)."""
 
     async def stop(self) -> None:
         """End every connection and task it started."""
@@ -78,7 +78,7 @@ class PollSharing:
     def produce(self) -> None:
         pass  # polled: each peer's GET /v1/snapshot builds its answer
 
-    def at_tick(self) -> None:
+    def at_tick(self, tick_s: float) -> None:
         pass  # (a poll is read as it arrives: our own requests, at our ticks)
 
     def tick(self, peers: Iterable[Peer] | None = None) -> None:

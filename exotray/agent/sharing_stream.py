@@ -85,9 +85,9 @@ class StreamSharing:
         if not self.producer.closed:
             self.producer.publish()
 
-    def at_tick(self) -> None:
+    def at_tick(self, tick_s: float) -> None:
         """At every tick: what the followed streams hold is read now (stream_hold.py)."""
-        self.hold.tick()
+        self.hold.tick(tick_s)
         self.counters["stream_sockets_held"] = len(self.hold)
 
     def tick(self) -> None:

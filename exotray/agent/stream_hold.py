@@ -14,10 +14,11 @@ that many already are (tcp_set_rcvlowat, Linux 4.18 and later). So:
 * a frame of HOLD_BYTES or more (a large cluster's full snapshot) is read at once;
 * a connection no longer followed gets its mark of 1 back (it may go back to the pool).
 
-A frame waits at most a tick (a quarter interval at most), so a peer's change still
-reaches us within an interval + 0.5 s. Elsewhere than Linux (macOS's kqueue does not
-look at a socket again when its mark changes, so a held frame would wait for the next
-one) frames are read as they arrive, as before.
+Only where the ticks are at most HOLD_TICK_MAX_S apart (as the probe socket's hold: a
+frame waits a tick at most, so a peer's change still reaches us well within an interval
++ 0.5 s) and on Linux 4.18 or later. Elsewhere frames are read as they arrive, as
+before: an older kernel honours the mark but does not signal a socket when it is
+lowered, and neither does macOS's kqueue, so a held frame would wait for the next one.
 """
 
 from __future__ import annotations
@@ -25,21 +26,36 @@ from __future__ import annotations
 import array
 import fcntl
 import logging
+import os
+import re
 import socket
 import sys
 import termios
 from typing import Any
 
+from exotray.agent.probe_pressure import HOLD_TICK_MAX_S
+
 log = logging.getLogger(__name__)
 
 #: a frame shorter than this waits for the tick
 HOLD_BYTES = 32 * 1024
+#: the first Linux whose setsockopt(SO_RCVLOWAT) signals a socket that is readable now
+LINUX_SIGNALS_LOWAT = (4, 18)
+
+
+def kernel_signals_lowat(platform: str | None = None, release: str | None = None) -> bool:
+    if not (platform or sys.platform).startswith("linux") or not hasattr(socket,
+                                                                          "SO_RCVLOWAT"):
+        return False
+    m = re.match(r"(\d+)\.(\d+)", release if release is not None else os.uname().release)
+    return m is not None and (int(m[1]), int(m[2])) >= LINUX_SIGNALS_LOWAT
 
 
 class StreamHold:
-    def __init__(self, platform: str | None = None) -> None:
-        self.enabled = (platform or sys.platform).startswith("linux") and hasattr(
-            socket, "SO_RCVLOWAT")
+    def __init__(self, platform: str | None = None, release: str | None = None) -> None:
+        #: the kernel can hold; `holding`: it does, the ticks being short enough (`tick`)
+        self.enabled = kernel_signals_lowat(platform, release)
+        self.holding = False
         self._socks: dict[str, Any] = {}
 
     def __len__(self) -> int:
@@ -47,13 +63,22 @@ class StreamHold:
 
     def add(self, key: str, sock: Any) -> None:
         """Hold what arrives on `sock` (a followed stream's connection) until a tick."""
-        if self.enabled and sock is not None and self._mark(sock, HOLD_BYTES):
+        if self.holding and sock is not None and self._mark(sock, HOLD_BYTES):
             self._socks[key] = sock
 
     def rearm(self, key: str) -> None:
-        """After a read: hold again what comes next."""
+        """After a read: hold again what comes next (unless the tick has just let
+        something through that is still queued: it is read in this wake-up)."""
         sock = self._socks.get(key)
-        if sock is not None and not self._mark(sock, HOLD_BYTES):
+        if sock is None:
+            return
+        try:
+            if _queued(sock) > 0:
+                return
+        except (OSError, ValueError):
+            del self._socks[key]
+            return
+        if not self._mark(sock, HOLD_BYTES):
             del self._socks[key]
 
     def remove(self, key: str) -> None:
@@ -61,13 +86,16 @@ class StreamHold:
         if sock is not None:
             self._mark(sock, 1)
 
-    def tick(self) -> None:
-        """Let every held socket with something queued be read now."""
-        buf = array.array("i", [0])
+    def tick(self, tick_s: float) -> None:
+        """At a tick (`tick_s` apart): let every held socket with something queued be
+        read now; with ticks too far apart, hold nothing from now on."""
+        self.holding = self.enabled and tick_s <= HOLD_TICK_MAX_S
+        if not self.holding:
+            self.close()
+            return
         for key, sock in list(self._socks.items()):
             try:
-                fcntl.ioctl(sock.fileno(), termios.FIONREAD, buf, True)
-                if buf[0] > 0:
+                if _queued(sock) > 0:
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
             except (OSError, ValueError):  # closed under us: its reader ends by itself
                 del self._socks[key]
@@ -84,3 +112,10 @@ class StreamHold:
         except (OSError, ValueError) as e:
             log.debug("stream socket: SO_RCVLOWAT %d: %s", n, e)
             return False
+
+
+def _queued(sock: Any) -> int:
+    """Bytes waiting in the socket's receive queue (FIONREAD)."""
+    buf = array.array("i", [0])
+    fcntl.ioctl(sock.fileno(), termios.FIONREAD, buf, True)
+    return buf[0]

@@ -74,13 +74,15 @@ class Ticker:
         #: ticks per interval, and full-rate probes per interval (spread over the ticks)
         self.per_interval = SUBSAMPLES
         self.probes = SUBSAMPLES
+        self.tick_s = 1.0 / SUBSAMPLES  # (period() sets it)
 
     def period(self, interval: float, probes_per_interval: int) -> float:
         """Set the schedule; the seconds between ticks. The next tick is a full one."""
         self.per_interval = max(SUBSAMPLES, probes_per_interval)
         self.probes = probes_per_interval
         self.count = 0
-        return interval / self.per_interval
+        self.tick_s = interval / self.per_interval
+        return self.tick_s
 
     def tick(self) -> None:
         """One tick of the agent: see the module's docstring."""
@@ -91,7 +93,7 @@ class Ticker:
             (k - 1) * self.probes // self.per_interval)
         steps = [("sample", self.sample),
                  ("probe", self.probe if probe_due else self._replies_only),
-                 ("streams", lambda _: self.sharing().at_tick())]
+                 ("streams", lambda _: self.sharing().at_tick(self.tick_s))]
         if full:
             steps.append(("share", self.share))
         emitted = sum(self.events.counts.values())
@@ -146,7 +148,7 @@ class Ticker:
         if fresh:
             self._nics_at, self._names = now, set(counters)
         addresses_changed = self.update_ifaces(nics, now) if full else False
-        self.monitor.update_rates(now, counters, nics)
+        self.monitor.update_rates(now, counters, nics, partial=quick is not None)
         links = self.table.links.values()
         # between full ticks, only the links that are busy or whose interface may be
         judging = (lambda _: True) if full else self._to_judge(now)
@@ -167,7 +169,8 @@ class Ticker:
 
     def _carriers(self, links: Iterable[Link]) -> set[str | None]:
         """What a tick between full ones reads the counters of: each link's interface,
-        the bridge cable that reaches its peer, and where it saturated."""
+        the bridge cable that reaches its peer, where it saturated, and the interfaces
+        an on-link search may pin it to."""
         out: set[str | None] = set()
         carrier = self.monitor.carrier
         for link in links:
@@ -175,6 +178,8 @@ class Ticker:
             out.add(carrier(link.local_interface, link.target[0]))
             if link.saturated_on is not None:
                 out.update(link.saturated_on)
+            if link.path.searching:  # (a reply may pin any of them before the next one)
+                out.update(link.path.candidates)
         return out
 
     def _nics_due(self, now: float) -> bool:

@@ -34,15 +34,25 @@ def test_between_full_ticks_only_the_links_carrier_is_read(tmp_path, monkeypatch
         try:
             a = agents[0]
             for _ in range(100):
-                if a.monitor.watched and a.snapshot()["links"][0]["state"] == "up":
+                if a.monitor.carriers.watched and a.snapshot()["links"][0]["state"] == "up":
                     break
                 await asyncio.sleep(0.05)
-            assert a.monitor.watched == {"lo"}
-            quick = a.monitor._quick
+            assert a.monitor.carriers.watched == {"lo"}
+            quick = a.monitor.carriers.sysfs
             assert quick is not None
             quick_reads = []
             read = quick.read
             quick.read = lambda: quick_reads.append(1) or read()  # type: ignore[method-assign]
+            fresh = []  # per partial reading: whether lo's rate is a new one
+            update = a.monitor.update_rates
+
+            def update_rates(now, counters, nics, partial=False):
+                before = a.monitor.ifaces["lo"].rate
+                update(now, counters, nics, partial)
+                if partial:
+                    fresh.append(a.monitor.ifaces["lo"].rate is not before)
+
+            a.monitor.update_rates = update_rates  # type: ignore[method-assign]
             full_reads.clear()
             ticks = a.ticker.count
             await asyncio.sleep(1.2)  # three intervals
@@ -50,10 +60,10 @@ def test_between_full_ticks_only_the_links_carrier_is_read(tmp_path, monkeypatch
             # (both agents read psutil at their full ticks: a quarter of each's ticks)
             assert len(full_reads) <= 2 * (ticks // 4 + 1)
             assert len(quick_reads) >= ticks - (ticks // 4 + 1)
-            assert a.monitor.ifaces["lo"].rate is not None
+            assert fresh and all(fresh)  # each fed lo's rate window (its links' detector)
         finally:
             for a in agents:
                 await a.stop()
-        assert all(a.monitor.watched is None for a in agents)
+        assert all(a.monitor.carriers.watched is None for a in agents)
 
     asyncio.run(main())

@@ -45,6 +45,7 @@ def agent_on_a_mac(tmp_path, ibv_devinfo: str | None, rdma_ctl: str | None) -> A
 
     agent.exo.platform, agent.exo.run = "darwin", run
     counters = [10_000, 20_000]
+    agent.monitor.carriers.sysfs = None  # (counters given: every tick reads them)
     agent.monitor.read = lambda full: ({"en3": tuple(counters)}, {"en3": NIC})
     manual_link(agent, PEER, "en3")
     # one exo poll, its worker-thread half: exo's state, then the macOS commands

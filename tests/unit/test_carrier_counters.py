@@ -1,5 +1,6 @@
 """Between full ticks the agent reads only its links' carriers' byte counters, from sysfs
-through files kept open (sampler.SysfsCounters, InterfaceMonitor.watch / read_watched):
+through files kept open (sampler.SysfsCounters, carriers.CarrierReader, InterfaceMonitor
+.watch / read_watched):
 they are the kernel's counters of this namespace, a partial reading leaves the other
 interfaces' rates alone, and where sysfs is another namespace's (its interface list is
 not ours, or its numbers run behind psutil's) every tick reads psutil's again.
@@ -17,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from exotray.agent import monitor as M
+from exotray.agent import carriers as C
 from exotray.agent import sampler
 from exotray.agent.hardware import Hardware
 from exotray.agent.hwread import NoReader
@@ -70,16 +71,26 @@ def test_sysfs_counters_are_the_kernels_of_this_namespace():
     try:
         assert reader.open(frozenset({"lo"}))
         assert reader.names == {"lo"}
-        _lo_traffic()
-        before = _psutil_lo()
-        _lo_traffic()
-        got = reader.read()["lo"]
-        _lo_traffic()
-        after = _psutil_lo()
-        assert before[0] < got[0] < after[0] and before[1] < got[1] < after[1]
+        for _ in range(2):  # (each read of a kept file is a fresh number)
+            _lo_traffic()
+            before = _psutil_lo()
+            _lo_traffic()
+            got = reader.read()["lo"]
+            _lo_traffic()
+            after = _psutil_lo()
+            assert before[0] < got[0] < after[0] and before[1] < got[1] < after[1]
     finally:
         reader.close()
     assert reader.names == frozenset()
+
+
+def test_a_file_in_sysfs_net_is_not_an_interface(tmp_path):
+    root = _mirror(tmp_path / "net", {"lo": (5, 6)})
+    (root / "bonding_masters").write_text("\n")  # (the bonding driver's)
+    reader = sampler.SysfsCounters(str(root))
+    assert reader.open(frozenset({"lo"}))
+    assert reader.read() == {"lo": (5, 6)}
+    reader.close()
 
 
 @linux_sysfs
@@ -132,7 +143,7 @@ def _monitor(tmp_path: Path, root: Path) -> InterfaceMonitor:
     m = InterfaceMonitor(Settings(), InterfaceClassifier(platform="linux",
                                                          sysfs_root=tmp_path / "none"),
                          1.0, Hardware(NoReader()), tmp_path / "state")
-    m._quick = sampler.SysfsCounters(str(root))
+    m.carriers = C.CarrierReader(sampler.SysfsCounters(str(root)))
     return m
 
 
@@ -143,13 +154,28 @@ def test_the_monitor_reads_the_watched_alone_and_keeps_the_rest(tmp_path, monkey
     m = _monitor(tmp_path, root)
     assert m.read_watched() is None  # nothing watched yet: every tick reads all
     counters, _ = m.read(False)
-    assert counters == full and not m.partial
+    assert counters == full
     m.watch(["lo", None])
-    assert m.watched == {"lo"}
-    assert m.read_watched() == {"lo": (1000, 1000)} and m.partial
+    assert m.carriers.watched == {"lo"}
+    assert m.read_watched() == {"lo": (1000, 1000)}
     assert m.raw_counters == full | {"lo": (1000, 1000)}  # (/metrics: the latest of each)
     m.watch([])  # no links: between full ticks nothing is read
-    assert m.watched == frozenset() and m.read_watched() == {}
+    assert m.carriers.watched == frozenset() and m.read_watched() == {}
+
+
+def test_a_watched_interface_that_cannot_be_read_is_opened_again(tmp_path, monkeypatch):
+    root = _mirror(tmp_path / "net", {"lo": (1000, 1000)})
+    monkeypatch.setattr(sampler, "read_counters", lambda: {"lo": (900, 900)})
+    m = _monitor(tmp_path, root)
+    m.watch(["lo"])
+    with open(root / "lo" / "statistics" / "rx_bytes", "r+b") as fh:
+        fh.truncate(0)
+        fh.write(b"gone\n")
+    assert m.read_watched() is None  # (this tick reads psutil)
+    assert m.carriers.watched is None
+    _set(root, "lo", 1100, 1100)
+    m.watch(["lo"])  # the next full tick
+    assert m.read_watched() == {"lo": (1100, 1100)}
 
 
 def test_counters_running_behind_psutil_end_the_sysfs_reading(tmp_path, monkeypatch, caplog):
@@ -159,28 +185,41 @@ def test_counters_running_behind_psutil_end_the_sysfs_reading(tmp_path, monkeypa
     m = _monitor(tmp_path, root)
     m.watch(["lo"])
     caplog.set_level(logging.INFO, logger="exotray.agent.monitor")
-    for i in range(M.DISAGREE_MAX):  # each sysfs reading behind the psutil one before
+    for i in range(C.DISAGREE_MAX):  # each sysfs reading behind the psutil one before
         m._now = float(i)
         m.read(False)
-        m.read_watched()
-    assert m.watched is None and m._quick is None and m.read_watched() is None
+        assert m.read_watched() is None  # (not used: that tick reads psutil's)
+    assert m.carriers.watched is None and m.carriers.sysfs is None
     assert "went back" in caplog.text and "disagree again" in caplog.text
     m.watch(["lo"])  # for good: psutil's at every tick
-    assert m.watched is None
+    assert m.carriers.watched is None and m.read_watched() is None
+
+
+def test_a_32_bit_wrap_is_not_a_disagreement(tmp_path, monkeypatch):
+    root = _mirror(tmp_path / "net", {"lo": (100, 100)})
+    monkeypatch.setattr(sampler, "read_counters", lambda: {"lo": (2**32 - 100, 2**32 - 50)})
+    m = _monitor(tmp_path, root)
+    m.watch(["lo"])
+    m.read(False)
+    assert m.read_watched() == {"lo": (100, 100)}
+    assert m.carriers.watched == {"lo"}
 
 
 def test_one_interface_recreated_opens_the_files_again(tmp_path, monkeypatch, caplog):
-    root = _mirror(tmp_path / "net", {"lo": (1000, 1000)})
-    full = {"lo": (900, 900)}
+    root = _mirror(tmp_path / "net", {"lo": (10**10, 10**10)})
+    full = {"lo": (9 * 10**9, 9 * 10**9)}
     monkeypatch.setattr(sampler, "read_counters", lambda: dict(full))
     m = _monitor(tmp_path, root)
     m.watch(["lo"])
     m.read(False)
-    assert m.read_watched() == {"lo": (1000, 1000)}
-    full["lo"] = (10, 10)  # counting again from zero
-    _set(root, "lo", 20, 20)
+    assert m.read_watched() == {"lo": (10**10, 10**10)}
+    full["lo"] = (10, 10)  # counting again from zero, in new files
+    for f, v in (("rx_bytes", 20), ("tx_bytes", 20)):
+        new = root / "lo" / "statistics" / f"{f}.new"
+        new.write_text(f"{v}\n")
+        new.replace(root / "lo" / "statistics" / f)  # (the kept files still say 10**10)
     caplog.set_level(logging.INFO, logger="exotray.agent.monitor")
     m._now = 100.0
     m.read(False)
-    assert "went back" in caplog.text and m.watched == {"lo"}
-    assert m.read_watched() == {"lo": (20, 20)}
+    assert "went back" in caplog.text and m.carriers.watched == {"lo"}
+    assert m.read_watched() == {"lo": (20, 20)}  # from the files opened again

@@ -42,6 +42,7 @@ def test_idle_ip_busy_rdma_link_saturates_and_history_holds_the_total(tmp_path):
     agent = Agent(s, clock=lambda: now[0])
     agent.exo.sysfs_ib = tree
     ip = [1_000_000, 2_000_000]  # the interface's own counters: 1 kB/s each way, idle
+    agent.monitor.carriers.sysfs = None  # (counters given: every tick reads them)
     agent.monitor.read = lambda full: ({IFACE: tuple(ip)}, {IFACE: NIC})
     link = manual_link(agent, PEER, IFACE)
 

@@ -34,6 +34,7 @@ def agent(tmp_path):
     a = Agent(s, clock=lambda: now[0])
     a.counters = {A: [0, 0], B: [0, 0]}
     a.nics = {A: _nic(A, "10.213.163.1"), B: _nic(B, "10.213.164.1")}
+    a.monitor.carriers.sysfs = None  # (counters given: every tick reads them)
     a.monitor.read = lambda full: ({n: tuple(c) for n, c in a.counters.items()}, dict(a.nics))
     link = manual_link(a, PEER, A)
     link.last_reply = now[0]

@@ -92,6 +92,7 @@ class _Quiet:
 def test_the_interface_list_is_read_when_something_changed_not_every_interval(agent):
     reads = []
     counters = {IFACE: (0, 0)}
+    agent.monitor.carriers.sysfs = None  # (counters given: every tick reads them)
     agent.monitor.read = lambda full: (reads.append((agent.now_[0], full)) or dict(counters),
                                        {IFACE: NIC})
     quiet = agent.ticker.nic_changes = _Quiet()
@@ -177,6 +178,7 @@ def test_between_full_ticks_only_the_links_that_may_be_busy_are_judged(agent):
     nic1 = NicInfo(quiet_if, True, 1000.0, ("10.213.161.1",), (("10.213.161.1", 24),),
                    multicast=True)
     quiet_counters = [5_000, 5_000]
+    agent.monitor.carriers.sysfs = None  # (counters given: every tick reads them)
     agent.monitor.read = lambda full: (
         {IFACE: tuple(agent.counters), quiet_if: tuple(quiet_counters)},
         {IFACE: NIC, quiet_if: nic1})
