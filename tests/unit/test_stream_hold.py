@@ -27,6 +27,18 @@ def _pair() -> tuple[socket.socket, socket.socket]:
     return a, b
 
 
+def _held(receiver: socket.socket) -> H.StreamHold:
+    """A hold (the agent's ticks short enough) holding `receiver`."""
+    hold = H.StreamHold()
+    hold.tick(0.25)
+    hold.add("peer", receiver)
+    return hold
+
+
+def _mark(sock: socket.socket) -> int:
+    return sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT)
+
+
 def test_a_small_frame_waits_for_the_tick_a_large_one_does_not():
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -60,9 +72,9 @@ def test_a_small_frame_waits_for_the_tick_a_large_one_does_not():
             await asyncio.sleep(0.2)
             assert sum(got) == 300 + 100 + H.HOLD_BYTES
             hold.tick(0.25)  # nothing queued: the mark stays
-            assert receiver.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == H.HOLD_BYTES
+            assert _mark(receiver) == H.HOLD_BYTES
             hold.remove("peer")  # let go (e.g. back to a pool): read as data arrives
-            assert receiver.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == 1
+            assert _mark(receiver) == 1
             assert len(hold) == 0
             sender.send(b"i" * 10)
             await asyncio.sleep(0.2)
@@ -78,13 +90,11 @@ def test_a_small_frame_waits_for_the_tick_a_large_one_does_not():
 def test_a_read_right_after_the_tick_leaves_what_is_queued_readable():
     sender, receiver = _pair()
     try:
-        hold = H.StreamHold()
-        hold.tick(0.25)
-        hold.add("peer", receiver)
+        hold = _held(receiver)
         sender.send(b"a" * 100)
         hold.tick(0.25)  # let through
         hold.rearm("peer")  # (a follower's step for an earlier chunk, before the read)
-        assert receiver.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == 1
+        assert _mark(receiver) == 1
         for _ in range(50):
             try:
                 receiver.recv(4096)
@@ -92,7 +102,7 @@ def test_a_read_right_after_the_tick_leaves_what_is_queued_readable():
             except BlockingIOError:
                 time.sleep(0.01)
         hold.rearm("peer")  # nothing queued now: held again
-        assert receiver.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == H.HOLD_BYTES
+        assert _mark(receiver) == H.HOLD_BYTES
     finally:
         sender.close()
         receiver.close()
@@ -100,9 +110,7 @@ def test_a_read_right_after_the_tick_leaves_what_is_queued_readable():
 
 def test_a_closed_socket_is_dropped_at_the_tick():
     sender, receiver = _pair()
-    hold = H.StreamHold()
-    hold.tick(0.25)
-    hold.add("peer", receiver)
+    hold = _held(receiver)
     assert len(hold) == 1
     receiver.close()
     sender.close()
@@ -114,13 +122,11 @@ def test_a_closed_socket_is_dropped_at_the_tick():
 def test_ticks_too_far_apart_hold_nothing():
     sender, receiver = _pair()
     try:
-        hold = H.StreamHold()
-        hold.tick(0.25)
-        hold.add("peer", receiver)
-        assert receiver.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == H.HOLD_BYTES
+        hold = _held(receiver)
+        assert _mark(receiver) == H.HOLD_BYTES
         hold.tick(0.5)  # an interval of 2 s: a frame would wait half a second
         assert not hold.holding and len(hold) == 0
-        assert receiver.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == 1
+        assert _mark(receiver) == 1
         hold.add("peer", receiver)
         assert len(hold) == 0
     finally:
@@ -145,7 +151,7 @@ def test_elsewhere_frames_are_read_as_they_arrive():
         hold.tick(0.25)
         hold.add("peer", receiver)
         assert not hold.enabled and len(hold) == 0
-        assert receiver.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == 1
+        assert _mark(receiver) == 1
     finally:
         sender.close()
         receiver.close()
