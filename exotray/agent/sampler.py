@@ -73,7 +73,8 @@ class SysfsCounters:
     sysfs shows the network namespace it was mounted in, which need not be ours (`ip
     netns exec` mounts it again, a bare `unshare -n` does not): `open` accepts it only
     when its list of interfaces and their indexes is the kernel's list for our namespace
-    (socket.if_nameindex), and the monitor checks its numbers against psutil's."""
+    (socket.if_nameindex), and carriers.CarrierReader checks its numbers against
+    psutil's."""
 
     def __init__(self, root: str = SYS_NET) -> None:
         self.root = root

@@ -5,7 +5,7 @@ Sampling, probing and sharing used to wake the event loop on timers of their own
 interval / SUBSAMPLES now does what is due, in this order:
 
 every tick   the byte counters of the links' carriers (all interfaces' where those
-             cannot be read alone: monitor.py; rates over a sliding interval, so
+             cannot be read alone: carriers.py; rates over a sliding interval, so
              saturation is seen within a quarter interval); the judgement (detector,
              queueing) of the links that may be busy (pacing.py); probes to links that
              need the full rate; replies read, overdue probes declared lost, liveness
