@@ -90,7 +90,7 @@ class InterfaceMonitor:
         or None where they cannot be read alone now: then `read`."""
         counters = self.carriers.read(self.raw_counters, self._now)
         if counters is not None:
-            self.raw_counters = {**self.raw_counters, **counters}
+            self.raw_counters.update(counters)  # (the last full read's: not a copy a tick)
         return counters
 
     def watch(self, names: Iterable[str | None]) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import psutil
 
 from exotray.agent import macos_counters
+from exotray.agent.hw_linux import SYS_NET
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +59,6 @@ def _psutil_counters() -> dict[str, tuple[int, int]]:
     return {name: (c.bytes_recv, c.bytes_sent) for name, c in counters.items()}
 
 
-#: where Linux lists the interfaces of the network namespace /sys was mounted in
-SYS_NET = "/sys/class/net"
-
-
 class SysfsCounters:
     """Linux: the byte counters of a few interfaces, read through files kept open
     (``statistics/rx_bytes`` and ``tx_bytes`` in sysfs: one decimal number each, the same
@@ -89,7 +86,7 @@ class SysfsCounters:
         namespace's, or one of them cannot be read there."""
         self.close()
         try:
-            ours = dict((name, index) for index, name in socket.if_nameindex())
+            ours = {name: index for index, name in socket.if_nameindex()}
             listed = {n for n in os.listdir(self.root)  # (not bonding_masters, a file)
                       if os.path.isdir(os.path.join(self.root, n))}
             if listed != set(ours) or any(

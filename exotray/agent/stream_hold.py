@@ -70,15 +70,8 @@ class StreamHold:
         """After a read: hold again what comes next (unless the tick has just let
         something through that is still queued: it is read in this wake-up)."""
         sock = self._socks.get(key)
-        if sock is None:
-            return
-        try:
-            if _queued(sock) > 0:
-                return
-        except (OSError, ValueError):
-            del self._socks[key]
-            return
-        if not self._mark(sock, HOLD_BYTES):
+        if sock is not None and self._queued(key, sock) == 0 and not self._mark(
+                sock, HOLD_BYTES):
             del self._socks[key]
 
     def remove(self, key: str) -> None:
@@ -94,15 +87,23 @@ class StreamHold:
             self.close()
             return
         for key, sock in list(self._socks.items()):
-            try:
-                if _queued(sock) > 0:
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
-            except (OSError, ValueError):  # closed under us: its reader ends by itself
+            if self._queued(key, sock) > 0 and not self._mark(sock, 1):
                 del self._socks[key]
 
     def close(self) -> None:
         for key in list(self._socks):
             self.remove(key)
+
+    def _queued(self, key: str, sock: Any) -> int:
+        """Bytes waiting in the socket's receive queue (FIONREAD); -1, and no longer
+        held, when it is closed under us (its reader ends by itself)."""
+        buf = array.array("i", [0])
+        try:
+            fcntl.ioctl(sock.fileno(), termios.FIONREAD, buf, True)
+        except (OSError, ValueError):
+            del self._socks[key]
+            return -1
+        return buf[0]
 
     @staticmethod
     def _mark(sock: Any, n: int) -> bool:
@@ -112,10 +113,3 @@ class StreamHold:
         except (OSError, ValueError) as e:
             log.debug("stream socket: SO_RCVLOWAT %d: %s", n, e)
             return False
-
-
-def _queued(sock: Any) -> int:
-    """Bytes waiting in the socket's receive queue (FIONREAD)."""
-    buf = array.array("i", [0])
-    fcntl.ioctl(sock.fileno(), termios.FIONREAD, buf, True)
-    return buf[0]
