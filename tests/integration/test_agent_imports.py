@@ -1,6 +1,8 @@
 """What an agent's process holds: the wire format without pydantic, prometheus_client only
-once /metrics is scraped, pyroute2's ethtool query in a child process (docs/design.md,
-"Memory"). Real processes: a fresh interpreter imports what `exotray agent` imports."""
+once /metrics is scraped, pyroute2's ethtool query in a child process, not httpx's
+command-line client (its pygments and rich, where installed: pytest brings pygments)
+(docs/design.md, "Memory"). Real processes: a fresh interpreter imports what
+`exotray agent` imports."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ PROBE = """
 import json, sys
 import exotray.cli, exotray.agent.runtime
 from exotray.agent import hw_ethtool
-before = sorted(m for m in ("pydantic", "prometheus_client", "pyroute2") if m in sys.modules)
+before = sorted(m for m in ("pydantic", "prometheus_client", "pyroute2", "pygments", "rich")
+                if m in sys.modules)
+assert sys.modules.get("httpx._main") is None and "httpx" in sys.modules
 answer = hw_ethtool.read_max_mbit("lo")  # asked in a child process
 after = sorted(m for m in ("pyroute2",) if m in sys.modules)
 print(json.dumps([before, answer, after]))
