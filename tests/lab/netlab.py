@@ -31,8 +31,20 @@ STALE = re.compile(r"^xt([0-9a-z]{3})(br|h\d+)$")
 OWNERS = Path("/tmp/exotray-lab")
 
 
+class CommandFailed(subprocess.CalledProcessError):
+    """A failed command that says what it printed on stderr (CalledProcessError does not:
+    a lab test failed in CI with only "returned non-zero exit status 1")."""
+
+    def __str__(self) -> str:
+        err = (self.stderr or "").strip()
+        return super().__str__() + (f"\nits stderr:\n{err[-4000:]}" if err else "")
+
+
 def run(*args: str, check: bool = True, timeout: float = 20) -> subprocess.CompletedProcess:
-    return subprocess.run(args, check=check, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(args, check=False, capture_output=True, text=True, timeout=timeout)
+    if check and done.returncode:
+        raise CommandFailed(done.returncode, args, done.stdout, done.stderr)
+    return done
 
 
 def why_not_available() -> str | None:

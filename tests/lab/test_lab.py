@@ -343,14 +343,11 @@ def test_capacity_measured_through_a_200mbit_bottleneck(lab2):
     a2 = agents.start(h2, name="h2", mdns=False, peers=[f"{h1.addr}:{PORT}"])
     # Both ways: h2 grants a test only to an address whose link answers *its* probes, and
     # on a busy runner h2 may not have heard h1 yet when h1 already hears h2 (the likely
-    # cause of a CI run where `measure` exited 1 without a word in the test's output).
+    # cause of a CI run where `measure` exited 1; netlab.run now shows a command's stderr).
     assert wait_for(lambda: up_peer_names(a1) == {"h2"}, 10), a1.log()
     assert wait_for(lambda: up_peer_names(a2) == {"h1"}, 10), a2.log()
-    done = netlab.run("ip", "netns", "exec", h1.ns, sys.executable, "-m", "exotray", "measure",
-                      "h2", "--seconds", "4", "--state-dir", str(a1.state), check=False,
-                      timeout=60)
-    assert done.returncode == 0, (done.stderr, a1.log())
-    out = done.stdout
+    out = h1.exec(sys.executable, "-m", "exotray", "measure", "h2", "--seconds", "4",
+                  "--state-dir", str(a1.state), timeout=60)
     r = httpx.get(a1.url + "/v1/snapshot", trust_env=False).json()
     iface = next(i for i in r["interfaces"] if i["name"] == h1.veth)
     print(f"\n{out.strip()}")
