@@ -2,9 +2,10 @@
 
 httpx imports its command-line client (`httpx._main`) when it is imported, and that
 imports click, pygments and rich wherever they are installed: pygments' 5 modules and
-0.45 MiB in a venv that has pytest, rich as well where it is installed. The agent never runs
-that client, so the name is taken before anything here imports httpx; httpx then
-defines its `main` as the message that its CLI's dependencies are missing.
+0.45 MiB in a venv that has pytest, rich as well where it is installed. The agent never
+runs that client, so the name is taken before anything here imports httpx; httpx then
+defines its `main` as the message that its CLI's dependencies are missing. (The short
+`exotray status`-like commands import httpx without the agent and keep the client.)
 """
 
 import sys
