@@ -124,7 +124,12 @@ def test_export_button_writes_the_links_history(qtbot, app, tmp_path):
     assert out.read_text().splitlines()[0].startswith("time_utc,unix_time_s,rtt_median_ms")
 
 
-def test_measure_capacity_button(qtbot, app):
+def test_measure_capacity_button(qtbot, app, agents):
+    # Both ends up first: the far agent grants a capacity test only to an address whose
+    # link answers its own probes (captest.py), and b may not have heard a yet.
+    for agent in agents:
+        assert wait_for(lambda ag=agent: any(lk["state"] != "down"
+                                             for lk in ag.get("/v1/snapshot")["links"]), 10)
     link = _own_link(app)
     app.open_window(link["id"])
     w = app.window

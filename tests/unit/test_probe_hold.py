@@ -117,7 +117,10 @@ def test_a_reply_read_late_counts_from_when_it_arrived():
         try:
             sent = time.monotonic()
             prober.tick(False)  # the probe leaves
-            await asyncio.sleep(WAIT_S)  # the reflector answers; our socket holds it
+            deadline = time.monotonic() + 5
+            while not refl.counters["requests_reflected"] and time.monotonic() < deadline:
+                await asyncio.sleep(0.001)  # the reflector answers ...
+            await asyncio.sleep(WAIT_S)  # ... and our socket holds the reply
             assert link.last_reply is None
             read = time.monotonic()
             prober.tick(False, full=False)  # our next tick reads it
@@ -128,7 +131,7 @@ def test_a_reply_read_late_counts_from_when_it_arrived():
 
     link, sent, read = asyncio.run(main())
     assert link.up
-    # arrived soon after the send (the reflector answered at once), not at the read
+    # its time is its arrival (when the reflector answered), not the read a wait later
     assert sent <= link.last_reply < read - WAIT_S / 2
 
 
