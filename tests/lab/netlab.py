@@ -29,6 +29,15 @@ from helpers import AgentProc
 STALE = re.compile(r"^xt([0-9a-z]{3})(br|h\d+)$")
 #: a file per live lab holding its creator's pid, so concurrent runs leave each other be
 OWNERS = Path("/tmp/exotray-lab")
+#: how long a lab test waits for what the agents do (a link down, a restarted agent seen
+#: up, a saturation raised): a bound for the test, not the figure. The targets (down
+#: within 3 s of a SIGKILL, saturation within 4 s of its onset, ...) are measured by
+#: bench/lab_liveness.py, lab_detection.py and lab_scale.py; a test asserts that it
+#: happens and prints how long it took. A loaded CI machine starts an agent in seconds.
+SETTLE_S = 15.0
+#: a goodbye removes a link at once; without one, the link stays listed "down" for
+#: minutes (peers.PEER_FORGET_S), so this bound still tells the two apart
+GOODBYE_S = 5.0
 
 
 class CommandFailed(subprocess.CalledProcessError):
@@ -289,7 +298,11 @@ class Lab:
     def iperf_server(self, host: Host) -> subprocess.Popen:
         p = host.popen("iperf3", "-s", "-1", "-B", host.addr, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
-        time.sleep(0.3)
+        deadline = time.monotonic() + 10  # (until it listens: a client refused sends nothing)
+        while not host.exec("ss", "-Hltn", f"src {host.addr}:5201", check=False).strip():
+            if p.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"iperf3 -s on {host.ns} did not listen")
+            time.sleep(0.05)
         return p
 
     def iperf_client(self, src: Host, dst: Host, seconds: int, *extra: str,

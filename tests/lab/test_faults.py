@@ -42,14 +42,15 @@ def test_link_down_and_up_and_interface_recreated(lab2):
     h1, h2 = lab.hosts
     a1 = agents.start(h1, name="h1")
     agents.start(h2, name="h2")
-    assert wait_for(lambda: _state_of(a1, h2.addr) == "up", 5), a1.log()
+    assert wait_for(lambda: _state_of(a1, h2.addr) == "up", netlab.SETTLE_S), a1.log()
     link_id = next(lk["id"] for lk in _links(a1) if lk["peer_address"] == h2.addr)
 
     # 1. The peer's cable pulled, then plugged back in.
     h2.exec("ip", "link", "set", h2.veth, "down")
-    down = _timed(lambda: _state_of(a1, h2.addr) == "down", 3.0, "down after link down")
+    down = _timed(lambda: _state_of(a1, h2.addr) == "down", netlab.SETTLE_S,
+                  "down after link down")
     h2.exec("ip", "link", "set", h2.veth, "up")
-    up = _timed(lambda: _state_of(a1, h2.addr) == "up", 3.0, "up after link up")
+    up = _timed(lambda: _state_of(a1, h2.addr) == "up", netlab.SETTLE_S, "up after link up")
 
     # 2. Our own interface deleted and created again: its byte counters restart at 0.
     netlab.run("ip", "netns", "exec", h1.ns, "ip", "link", "del", h1.veth)
@@ -61,7 +62,7 @@ def test_link_down_and_up_and_interface_recreated(lab2):
     netlab.run("ip", "-n", h1.ns, "link", "set", h1.veth, "up")
     netlab.run("ip", "-n", lab.br_ns, "link", "set", h1.bridge_port, "master", lab.bridge)
     netlab.run("ip", "-n", lab.br_ns, "link", "set", h1.bridge_port, "up")
-    recreated = _timed(lambda: _state_of(a1, h2.addr) == "up", 3.0,
+    recreated = _timed(lambda: _state_of(a1, h2.addr) == "up", netlab.SETTLE_S,
                        "up after the interface was re-created")
     time.sleep(3)  # a few samples across the counter restart
     snap = a1.get("/v1/snapshot")
@@ -81,7 +82,7 @@ def test_address_change_and_agent_restart(lab2):
     h1, h2 = lab.hosts
     a1 = agents.start(h1, name="h1", all_interfaces=True)
     a2 = agents.start(h2, name="h2", all_interfaces=True)
-    assert wait_for(lambda: _state_of(a1, h2.addr) == "up", 5), a1.log()
+    assert wait_for(lambda: _state_of(a1, h2.addr) == "up", netlab.SETTLE_S), a1.log()
 
     # The peer gets another address on the same LAN (DHCP renewed, say).
     new = f"10.213.{lab.net}.12"
@@ -89,16 +90,17 @@ def test_address_change_and_agent_restart(lab2):
     h2.exec("ip", "addr", "del", f"{h2.addr}/24", "dev", h2.veth)
     h2.exec("ip", "addr", "add", f"{new}/24", "brd", "+", "dev", h2.veth)
     h2.exec("ip", "route", "replace", "224.0.0.0/4", "dev", h2.veth)
-    moved = _timed(lambda: _state_of(a1, new) == "up", 3.0, "the new address up")
-    assert wait_for(lambda: _state_of(a1, h2.addr) in (None, "down"), 3.0)
+    moved = _timed(lambda: _state_of(a1, new) == "up", netlab.SETTLE_S, "the new address up")
+    assert wait_for(lambda: _state_of(a1, h2.addr) in (None, "down"), netlab.SETTLE_S)
 
     # The peer's agent restarted (SIGTERM: goodbye, then a new start).
     a2.close()
     agents.all.remove(a2)
-    assert wait_for(lambda: _state_of(a1, new) is None, 2.0), "goodbye did not remove the link"
+    assert wait_for(lambda: _state_of(a1, new) is None, netlab.GOODBYE_S), \
+        "goodbye did not remove the link"
     t0 = time.monotonic()
     agents.start(h2, name="h2", all_interfaces=True)
-    assert wait_for(lambda: _state_of(a1, new) == "up", 3.0), a1.log()
+    assert wait_for(lambda: _state_of(a1, new) == "up", netlab.SETTLE_S), a1.log()
     back = time.monotonic() - t0
     print(f"\naddress change: new address up after {moved:.2f} s; agent restart: up again "
           f"{back:.2f} s after it was started")

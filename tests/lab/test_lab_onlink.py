@@ -83,15 +83,17 @@ def test_same_network_on_two_interfaces(lab3):
     time.sleep(2)
     s3_0 = _snapshot_in_ns(h3, c3)["counters"]
     ca0, cc0 = lab.iface_counters(h1, if_a), lab.iface_counters(h1, if_c)
-    window = 3.0
+    window = 6.0
     time.sleep(window)
     s3_1 = _snapshot_in_ns(h3, c3)["counters"]
     ca1, cc1 = lab.iface_counters(h1, if_a), lab.iface_counters(h1, if_c)
     reflected = s3_1["requests_reflected"] - s3_0["requests_reflected"]
     tx_c = cc1["tx_packets"] - cc0["tx_packets"]
     tx_a = ca1["tx_packets"] - ca0["tx_packets"]
-    expected = 1 * window  # at least one probe an interval (pacing.py: 4 while in question)
-    assert reflected >= 0.8 * expected, (reflected, expected)
+    # at least one probe an interval (pacing.py: 4 while in question); h3 counts one when
+    # its tick reads it, so one may fall either side of the window's edge
+    expected = 1 * window
+    assert reflected >= expected - 1, (reflected, expected)
     assert tx_c >= reflected, (tx_c, reflected)
     l3 = _link(a, c3)
     assert l3["local_interface"] == if_c and l3["state"] == "up"

@@ -144,6 +144,7 @@ def test_mdns_flood_is_bounded_and_a_real_peer_gets_in(lab3_flood):
         assert flood.returncode == 0, out
         t_end = time.monotonic()
         flood_cpu = _cpu_s(a1.proc.pid) - cpu0
+        a3.wait_ready(30)  # (it started under the flood and the machine's load)
         a3_id = a3.get("/v1/snapshot")["node"]["id"]
         seen = wait_for(lambda: any(n["node"]["id"] == a3_id
                                     for n in a1.get("/v1/cluster")["nodes"]), 20)
