@@ -177,10 +177,19 @@ def test_saturation_raised_and_cleared_with_true_rates(lab2, tmp_path):
         f"later), cleared {cleared_after:.2f} s "
         f"after the end; tx: exotray {ours_tx / 1e6:.3f} MB/s, interface counters "
         f"{wire_tx / 1e6:.3f} MB/s, iperf3 on-wire {iperf_wire / 1e6:.3f} MB/s "
-        f"(retransmits {sent.get('retransmits')}); utilization {sat[0]['utilization']}"
+        f"(retransmits {sent.get('retransmits')}); cause {sat[0]['cause']}, utilization "
+        f"{sat[0]['utilization']}, queueing {sat[0]['queue_delay_ms']} ms"
     )
     assert len(events(a1, "link_saturated")) == 1 and len(events(a1, "link_cleared")) == 1
-    assert sat[0]["local_interface"] == h1.veth and sat[0]["utilization"] >= 0.9
+    ev = sat[0]
+    assert ev["local_interface"] == h1.veth, ev
+    # raised by the cause whose run of high samples began first (core/saturation.py): the
+    # link at 90 % of its capacity, or the queue tbf builds in front of it while TCP's
+    # rate is still climbing (a CI run raised it by queueing at 88 %)
+    if ev["cause"] == "utilization":
+        assert ev["utilization"] >= 0.9, ev
+    else:
+        assert ev["cause"] == "queueing" and ev["queue_delay_ms"] >= 1.0, ev
     assert abs(ours_tx - iperf_wire) <= 0.03 * iperf_wire
     assert abs(ours_tx - wire_tx) <= 0.03 * wire_tx
 
