@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     it.add_argument("--port", type=PORT, default=DEFAULT_PORT, help="the local agent's port")
     it.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     me = sub.add_parser("measure", help="measure a link's capacity with a bulk TCP transfer")
-    me.add_argument("peer", help="the peer's name, id or address")
+    me.add_argument("peer", help="the peer's name, id, address or address:port")
     me.add_argument("--interface", help="which of our interfaces (when several reach it)")
     me.add_argument("--seconds", type=_ranged(float, *CAPTEST_SECONDS, " s"), default=5.0,
                     help=f"per direction, {CAPTEST_SECONDS[0]:g}..{CAPTEST_SECONDS[1]:g} s "

@@ -267,7 +267,7 @@ class Agent:
 
     async def measure(self, peer: str, interface: str | None = None, seconds: float = 5.0,
                       streams: int = 4) -> dict[str, Any]:
-        """Active capacity test over our link to `peer` (name, id or address)."""
+        """Active capacity test over our link to `peer` (measuring.pick_link)."""
         assert self.captest is not None
         return await measure(pick_link(self.links.values(), peer, interface),
                              tester=self.captest, clients=self.clients, monitor=self.monitor,

@@ -56,6 +56,19 @@ def test_measure_sets_a_measured_capacity(trio):
         max(data["up_mbit_s"], data["down_mbit_s"]) * 125_000)
 
 
+def test_a_peer_is_named_by_the_address_port_given_to_peer_and_never_guessed(trio):
+    """b and c share 127.0.0.1: "127.0.0.1:<b's port>" (as given to --peer) is b, and
+    the bare address is refused, naming both, rather than measuring one of them."""
+    a, b, c = trio
+    r = _measure(a, f"127.0.0.1:{b.port}")
+    assert r.status_code == 200, r.text
+    assert r.json()["peer_name"] == "b" and r.json()["up_mbit_s"] > 100
+    r = _measure(a, "127.0.0.1")
+    assert r.status_code == 404
+    error = r.json()["error"]
+    assert f"b (127.0.0.1:{b.port})" in error and f"c (127.0.0.1:{c.port})" in error, error
+
+
 def test_a_peer_can_refuse(trio):
     a, _, _ = trio
     r = _measure(a, "c")
