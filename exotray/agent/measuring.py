@@ -18,23 +18,23 @@ log = logging.getLogger("exotray.agent.runtime")
 
 
 def pick_link(links: Iterable[Link], peer: str, interface: str | None) -> Link:
-    """Our link to `peer` (name, id, address, or address:port as given to --peer),
-    through `interface` when given, that is up; LookupError saying why there is none,
-    or which peers `peer` could mean when it names more than one (two agents on one
-    address): a capacity measured on another peer's link would be a number blamed on
-    the wrong link."""
+    """Our link to `peer` (its name, id, address or address:port, or the HOST:PORT it
+    was given as with --peer), through `interface` when given, that is up; LookupError
+    saying why there is none, or which peers `peer` could mean when the links up that
+    it names lead to more than one (two agents on one address): a capacity measured on
+    another peer's link would be a number blamed on the wrong link."""
     found = [lk for lk in links
-             if peer in (lk.peer.name, lk.peer.id, lk.target[0],
+             if peer in (lk.peer.name, lk.peer.id, lk.peer.key, lk.target[0],
                          f"{lk.target[0]}:{lk.target[1]}")
              and (interface is None or lk.local_interface == interface)]
     up = [lk for lk in found if lk.up]
     if not found:
         raise LookupError(f"no link to {peer!r}" + (f" via {interface}" if interface else ""))
-    if len({lk.peer.key for lk in found}) > 1:
+    if len({lk.peer.key for lk in up}) > 1:
         which = sorted({f"{lk.peer.name or lk.peer.key} ({lk.target[0]}:{lk.target[1]})"
-                        for lk in found})
+                        for lk in up})
         raise LookupError(f"{peer!r} could be any of {', '.join(which)}: name one by its "
-                          "name, id or address:port")
+                          "address:port or its id")
     if not up:
         raise LookupError(f"the link to {peer!r} is down")
     return up[0]

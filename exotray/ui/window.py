@@ -350,7 +350,9 @@ class MainWindow(QMainWindow):
                 return
             self.show_result(lid, _measured(result, at))
 
-        self.client.measure(link["peer_address"], link.get("local_interface"), seconds, done)
+        # (address:port: the address alone may be two agents' on one host: pick_link)
+        self.client.measure(f"{link['peer_address']}:{link['peer_port']}",
+                            link.get("local_interface"), seconds, done)
 
     def export_history(self, path: str) -> None:
         """Write the selected link's last hour to path (CSV, or JSON for *.json)."""

@@ -60,7 +60,7 @@ def why_not_available() -> str | None:
     """None when the lab can be built here, else the reason it cannot."""
     if os.geteuid() != 0:
         return "lab tests need root (network namespaces); run as root or in CI"
-    for tool in ("ip", "ping", "iperf3", "tc"):
+    for tool in ("ip", "ping", "iperf3", "tc", "ss"):
         if shutil.which(tool) is None:
             return f"lab tests need '{tool}' (Debian: iproute2, iputils-ping, iperf3)"
     probe = f"xt{secrets.token_hex(2)[:3]}h0"

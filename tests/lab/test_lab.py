@@ -138,14 +138,15 @@ def test_saturation_raised_and_cleared_with_true_rates(lab2, tmp_path):
 
     lab.iperf_server(h2)
     onset = time.monotonic()
-    client = lab.iperf_client(h1, h2, 15, log=tmp_path / "iperf.json")
+    # The rates below are read for 8 s from onset + 4 s, or from when h2 had the raise,
+    # at most 8 + 3 s after onset: the transfer lasts 22 s, so they end inside it.
+    client = lab.iperf_client(h1, h2, 22, log=tmp_path / "iperf.json")
     try:
-        # (the iperf client runs 15 s; the rates below are read from onset + 4 s to + 12 s)
         sat = wait_for(lambda: events(a1, "link_saturated"), 8.0, every=0.05)
         raised_after = time.monotonic() - onset
         assert sat, f"no link_saturated:\n{a1.log()}"
         # a prompt change: h2 has it with h1's next frame, not at a heartbeat
-        assert wait_for(h1_saturated_on_h2, netlab.SETTLE_S, every=0.05), a2.log()
+        assert wait_for(h1_saturated_on_h2, 3.0, every=0.05), a2.log()
         shared_after = time.monotonic() - onset - raised_after
         # Rates while saturated: the agent's, and the interface counters over 8 s.
         time.sleep(max(0.0, 4.0 - (time.monotonic() - onset)))
@@ -190,8 +191,12 @@ def test_saturation_raised_and_cleared_with_true_rates(lab2, tmp_path):
         assert ev["utilization"] >= 0.9, ev
     else:
         assert ev["cause"] == "queueing" and ev["queue_delay_ms"] >= 1.0, ev
-    assert abs(ours_tx - iperf_wire) <= 0.03 * iperf_wire
+    # against the interface counters over the same 8 s: within 3 %; against iperf3's
+    # average over the whole transfer (its start and each backoff included, so a few %
+    # under a steady window; a run measured 3.8 %): within 6 %. bench/lab_throughput.py
+    # compares both over one steady window (+0.8 % and +1.1 %, docs/benchmarks.md).
     assert abs(ours_tx - wire_tx) <= 0.03 * wire_tx
+    assert abs(ours_tx - iperf_wire) <= 0.06 * iperf_wire
 
 
 # -- 4. liveness ------------------------------------------------------------------------

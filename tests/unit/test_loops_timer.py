@@ -25,25 +25,34 @@ def _due_times(loops: Loops, calls: list[float]) -> None:
 
 
 def _on_the_grid(due: list[float]) -> list[int]:
-    """Each due time as a whole number of periods after the first; asserts they are."""
+    """Each due time as a whole number of periods after the first; asserts they are
+    (within a fifth of a period: `when` is the booked time plus the moment between two
+    reads of the clock, which a loaded machine can stretch; a drift would be more)."""
     steps = [(t - due[0]) / PERIOD for t in due]
-    assert all(abs(k - round(k)) < 0.02 for k in steps), steps  # (two reads of one clock)
+    assert all(abs(k - round(k)) < 0.2 for k in steps), steps
     return [round(k) for k in steps]
 
 
 def test_a_timer_calls_on_schedule_and_survives_a_failing_call(caplog):
     due: list[float] = []
+    ended: list[float] = []
     count = 0
 
     async def main() -> None:
+        loop = asyncio.get_running_loop()
+
         def fn() -> None:
             nonlocal count
             count += 1
             _due_times(loops, due)
-            if count == 2:
-                raise RuntimeError("a bug in one tick")
+            try:
+                if count == 2:
+                    raise RuntimeError("a bug in one tick")
+            finally:
+                if count > 1:
+                    ended.append(loop.time())
 
-        loops = Loops(time.monotonic)
+        loops = Loops(loop.time)
         task = loops.timer("tick", PERIOD, fn)
         await asyncio.sleep(0.32)
         assert task.get_name() == "tick" and not task.done()
@@ -55,7 +64,16 @@ def test_a_timer_calls_on_schedule_and_survives_a_failing_call(caplog):
     assert 3 <= count <= 8  # at 0, 0.05, ... 0.30; on time, all 7
     assert "a bug in one tick" in caplog.text
     steps = _on_the_grid(due)  # booked at whole periods, the failing call's next too
-    assert steps == sorted(set(steps))
+    # each call books the next period, unless it ended after that was due (a loaded
+    # machine): then the first one after its end, none skipped otherwise
+    for k, k_next, end in zip(steps, steps[1:], ended, strict=False):
+        late_by = (end - due[0]) / PERIOD - (k + 1)
+        if late_by < -0.1:
+            assert k_next == k + 1, steps
+        elif late_by > 0.1:
+            assert k_next == k + 1 + int(late_by) + 1, steps
+        else:
+            assert k_next in (k + 1, k + 2), steps
 
 
 def test_a_late_call_skips_ticks_instead_of_catching_up():
@@ -82,7 +100,7 @@ def test_a_late_call_skips_ticks_instead_of_catching_up():
     # after the stall the next call is booked at the first grid time after its end: none
     # due in the past, so no burst of the ticks it missed
     assert steps[1] >= 5
-    assert stalled_until[0] < due[1] <= stalled_until[0] + PERIOD + 0.005
+    assert stalled_until[0] < due[1] + 0.01 and due[1] <= stalled_until[0] + PERIOD + 0.01
     assert len(due) <= 1 + (0.45 - 0.05 - 0.23) / PERIOD + 2
 
 
