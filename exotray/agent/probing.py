@@ -146,7 +146,13 @@ class Prober:
         if link is not None:
             link.rtt.lost(sent_at)
             link.queue.lost(sent_at)
-            link.lost_since_reply += 1
+            # Only a probe sent after the latest answered one counts towards "down": an
+            # older one the peer never answered (sent before it listened) says nothing
+            # of it since. Such probes expire after the reply that came after them, and
+            # when the loop ran late (a stalled agent), at the same tick as that reply,
+            # long after it: counted, they took a live link down.
+            if link.answered_sent is None or sent_at > link.answered_sent:
+                link.lost_since_reply += 1
             pacing.mark(link, self.clock(), True)  # loss: measured at the full rate
 
     # -- paths -------------------------------------------------------------------------
