@@ -289,6 +289,9 @@ class CapacityTester:
             r = await http.post(f"http://{host}:{api_port}/v1/capacity/session", content=ask,
                                 headers=headers, timeout=5.0)
             body = r.json()
+            if r.status_code == 409:  # the far agent is in a test (one just cancelled here
+                # may not have been released there yet): busy, not a refusal
+                raise Busy(f"{host} is busy: {body.get('error', r.text)}")
             if r.status_code != 200:
                 raise PermissionError(f"{host} refused the test: {body.get('error', r.text)}")
             grant = body

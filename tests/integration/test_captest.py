@@ -90,6 +90,23 @@ def test_one_test_at_a_time(trio):
     assert first[0].status_code == 200
 
 
+def test_a_far_end_in_a_test_is_busy_not_a_refusal(trio):
+    """c asks a while a tests its link to b: a is busy (409, "try again shortly"), which
+    c passes on as busy, not as a refusal (403 is for a peer that takes no tests)."""
+    a, _, c = trio
+    first: list[httpx.Response] = []
+    t = threading.Thread(target=lambda: first.append(_measure(a, "b", seconds=3)))
+    t.start()
+    try:
+        time.sleep(1.0)  # a's test with b is transferring
+        r = _measure(c, "a")
+        assert r.status_code == 409, r.text
+        assert "is busy" in r.json()["error"] and "try again shortly" in r.json()["error"]
+    finally:
+        t.join(30)
+    assert first[0].status_code == 200
+
+
 def test_cli_measure(trio):
     a, _, _ = trio
     p = subprocess.run([sys.executable, "-m", "exotray", "measure", "b", "--seconds", "1",
@@ -137,9 +154,11 @@ def test_a_client_that_vanishes_cancels_the_test(trio):
                   b"authorization: Bearer " + tok.encode() + b"\r\n"
                   b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
         time.sleep(1.5)
+    # the cancelled test is released on b in the background: until then a new one is
+    # busy (409, on either end), never refused
     started = time.monotonic()
     r = _measure(a, "b")
-    while r.status_code == 409 and time.monotonic() - started < 3:
+    while r.status_code == 409 and time.monotonic() - started < 10:
         time.sleep(0.2)
         r = _measure(a, "b")
     assert r.status_code == 200, r.text
