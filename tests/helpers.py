@@ -64,6 +64,34 @@ def counted_agent(tmp_path: Any, iface: str, nic: Any, capacity_mbit: float = 10
     return a
 
 
+def held_prober(port: int, *, timeout_s: float, down_after_s: float,
+                on_peer_event: Callable[..., None] | None = None) -> tuple[Any, Any, Any]:
+    """(table, prober, link): the agent's own PeerTable with one manual peer at
+    127.0.0.1:`port`, and its Prober on a fresh loopback UDP socket whose datagrams wait
+    for the 0.25 s ticks (probe.py read_at_ticks), as in an agent. Call in a running
+    event loop; close the prober."""
+    from types import SimpleNamespace
+
+    from exotray.agent import links, onlink
+    from exotray.agent.peers import PeerTable
+    from exotray.agent.probing import Prober
+    from exotray.core.saturation import SaturationParams
+
+    kw = {"on_peer_event": on_peer_event} if on_peer_event is not None else {}
+    table = PeerTable(time.monotonic, lambda peer, target: links.new_link(
+        "me", peer, target, 1.0, SaturationParams()), down_after_s=down_after_s, **kw)
+    peer = table.add_manual("127.0.0.1", port)
+    peer.manual_targets = [("127.0.0.1", port)]
+    table.set_targets(peer)
+    prober = Prober(table, SimpleNamespace(nics={}), onlink.IfIndex(), time.monotonic)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    prober.open("127.0.0.1", 0, udp, timeout_s=timeout_s, key=None)
+    prober.socket.read_at_ticks(0.25)
+    (link,) = table.links.values()
+    return table, prober, link
+
+
 def wait_for(pred: Callable[[], Any], timeout: float, every: float = 0.05) -> Any:
     """Poll pred until it returns something truthy; return it, or None at the deadline."""
     deadline = time.monotonic() + timeout

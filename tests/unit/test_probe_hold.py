@@ -16,6 +16,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from helpers import held_prober
 
 from exotray.agent import links, onlink, pacing
 from exotray.agent import probe as P
@@ -99,21 +100,10 @@ def test_a_reply_read_late_counts_from_when_it_arrived():
     The clock is the real monotonic one here: the arrival is derived from it."""
 
     async def main():
-        table = PeerTable(time.monotonic, lambda peer, target: links.new_link(
-            "me", peer, target, 1.0, SaturationParams()), down_after_s=2.5)
         refl = P.ProbeSocket(lambda *a: None, lambda *a: None)
         refl.open("127.0.0.1", 0)  # answers at once
-        port = refl.sock.getsockname()[1]
-        peer = table.add_manual("127.0.0.1", port)
-        peer.manual_targets = [("127.0.0.1", port)]
-        table.set_targets(peer)
-        prober = Prober(table, SimpleNamespace(nics={}), onlink.IfIndex(),  # type: ignore[arg-type]
-                        time.monotonic)
-        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        udp.bind(("127.0.0.1", 0))
-        prober.open("127.0.0.1", 0, udp, timeout_s=1.0, key=None)
-        prober.socket.read_at_ticks(0.25)
-        (link,) = table.links.values()
+        _table, prober, link = held_prober(refl.sock.getsockname()[1], timeout_s=1.0,
+                                           down_after_s=2.5)
         try:
             sent = time.monotonic()
             prober.tick(False)  # the probe leaves

@@ -12,13 +12,10 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from types import SimpleNamespace
 
-from exotray.agent import links, onlink
+from helpers import held_prober
+
 from exotray.agent import probe as P
-from exotray.agent.peers import PeerTable
-from exotray.agent.probing import Prober
-from exotray.core.saturation import SaturationParams
 
 TIMEOUT_S, DOWN_AFTER_S, STALL_S = 0.2, 0.5, 0.6
 
@@ -30,19 +27,9 @@ def test_probes_older_than_the_answered_one_do_not_take_the_link_down():
         silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # the peer, not yet up
         silent.bind(("127.0.0.1", 0))
         port = silent.getsockname()[1]
-        table = PeerTable(time.monotonic, lambda peer, target: links.new_link(
-            "me", peer, target, 1.0, SaturationParams()), down_after_s=DOWN_AFTER_S,
+        _table, prober, link = held_prober(  # (replies wait for the tick, as in an agent)
+            port, timeout_s=TIMEOUT_S, down_after_s=DOWN_AFTER_S,
             on_peer_event=lambda peer, up, _why: events.append((peer.key, up)))
-        peer = table.add_manual("127.0.0.1", port)
-        peer.manual_targets = [("127.0.0.1", port)]
-        table.set_targets(peer)
-        prober = Prober(table, SimpleNamespace(nics={}), onlink.IfIndex(),  # type: ignore[arg-type]
-                        time.monotonic)
-        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        udp.bind(("127.0.0.1", 0))
-        prober.open("127.0.0.1", 0, udp, timeout_s=TIMEOUT_S, key=None)
-        prober.socket.read_at_ticks(0.25)  # (replies wait for the tick, as in the agent)
-        (link,) = table.links.values()
         refl = None
         try:
             prober.send(link)  # two probes nobody answers ...
