@@ -92,6 +92,17 @@ def held_prober(port: int, *, timeout_s: float, down_after_s: float,
     return table, prober, link
 
 
+async def reflected(reflector: Any, n: int = 1, timeout: float = 5.0) -> int:
+    """Let the event loop run until a ProbeSocket `reflector` has answered `n` requests
+    (the reply is then in our socket: loopback); how many it has answered."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while reflector.counters["requests_reflected"] < n and time.monotonic() < deadline:
+        await asyncio.sleep(0.001)
+    return reflector.counters["requests_reflected"]
+
+
 def wait_for(pred: Callable[[], Any], timeout: float, every: float = 0.05) -> Any:
     """Poll pred until it returns something truthy; return it, or None at the deadline."""
     deadline = time.monotonic() + timeout

@@ -13,7 +13,7 @@ import asyncio
 import socket
 import time
 
-from helpers import held_prober
+from helpers import held_prober, reflected
 
 from exotray.agent import probe as P
 
@@ -38,10 +38,7 @@ def test_probes_older_than_the_answered_one_do_not_take_the_link_down():
             refl = P.ProbeSocket(lambda *a: None, lambda *a: None)
             refl.open("127.0.0.1", port)  # ... then the peer listens, and answers the third
             prober.send(link)
-            deadline = time.monotonic() + 5
-            while not refl.counters["requests_reflected"] and time.monotonic() < deadline:
-                await asyncio.sleep(0.001)
-            assert refl.counters["requests_reflected"] == 1
+            assert await reflected(refl) == 1
             time.sleep(STALL_S)  # our loop stalls: the reply waits, the first two expire
             prober.tick(False, full=False, send=False)  # the first tick after the stall
         finally:
