@@ -16,6 +16,7 @@ from exotray.core.capacity import Capacity
 from exotray.core.history import LINK_COLUMNS, Ring, ring_size
 from exotray.core.queueing import QueueParams, QueueReading, QueueTracker
 from exotray.core.saturation import SaturationDetector, SaturationParams, Transition
+from exotray.core.schema import r
 from exotray.core.settings import Settings
 from exotray.core.stats import Rate, RttWindow
 
@@ -28,11 +29,6 @@ class PeerRef(Protocol):
     key: str
     id: str | None
     name: str | None
-
-
-def r(x: float | None, nd: int = 4) -> float | None:
-    """A number as it goes on the wire and into history (None stays None)."""
-    return None if x is None else round(x, nd)
 
 
 @dataclass

@@ -26,9 +26,9 @@ from exotray.agent.carriers import CarrierReader
 from exotray.agent.hardware import Hardware
 from exotray.agent.hwread import HwLink, NoReader
 from exotray.agent.interfaces import InterfaceClassifier, mdns_by_default
-from exotray.agent.links import r
 from exotray.core import capacity as cap
 from exotray.core.history import IFACE_COLUMNS, Ring, ring_size
+from exotray.core.schema import r
 from exotray.core.settings import Settings
 from exotray.core.stats import Rate, RateMeter
 

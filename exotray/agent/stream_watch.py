@@ -35,7 +35,8 @@ from typing import Any
 
 from exotray.agent import stream_numbers as N
 from exotray.agent import stream_wire as W
-from exotray.agent.links import Link, queue_reading, r
+from exotray.agent.links import Link, queue_reading
+from exotray.core.schema import r
 
 #: a link's fields compared as they are (a change is prompt)
 _EXACT = ("state", "peer_id", "peer_name", "local_interface", "local_label",

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from exotray import PROTO, __version__
 from exotray.agent import limits as L
-from exotray.agent.links import Link, queue_reading, r
+from exotray.agent.links import Link, queue_reading
 from exotray.agent.monitor import IfaceState, InterfaceMonitor
 from exotray.agent.peers import Peer
 from exotray.core import health
 from exotray.core.events import iso
-from exotray.core.schema import SCHEMA_VERSION, dump, on_wire
+from exotray.core.schema import SCHEMA_VERSION, dump, on_wire, r
 
 if TYPE_CHECKING:
     from exotray.agent.discovery import Discovery

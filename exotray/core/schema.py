@@ -61,6 +61,11 @@ _CATEGORY_WORDS = {"Cc": "a control character", "Cf": "a format character",
                    "Cs": "a surrogate", "Zl": "a line separator", "Zp": "a paragraph separator"}
 
 
+def r(x: float | None, nd: int = 4) -> float | None:
+    """A number as it goes on the wire and into history (None stays None)."""
+    return None if x is None else round(x, nd)
+
+
 def unsafe_char(text: str) -> str | None:
     """Why `text` must not be shown as a name ("U+202E, a format character"), or None
     when it is fine. Shared with mDNS discovery's check of a record's name."""
