@@ -107,8 +107,8 @@ def fill(db: HistoryDB, kind: str, name: str, now: float, interval: float, days:
 def loop_lag(state: Path, days: float, end: float) -> dict[str, float]:
     """How late a 10 ms asyncio sleep wakes, idle and while the store's thread answers
     30-day queries back to back (through HistoryStore, as the API does)."""
+    from exotray.agent.base.throttle import Throttled
     from exotray.agent.store import HistoryStore
-    from exotray.agent.throttle import Throttled
 
     async def probe(seconds: float) -> list[float]:
         lags = []

@@ -35,7 +35,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from exotray.agent import limits as L  # noqa: E402
+from exotray.agent.base import limits as L  # noqa: E402
 
 SERVER = r"""
 import asyncio, socket, sys

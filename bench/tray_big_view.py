@@ -2,7 +2,7 @@
 
 What it measures
     An HTTP server of this script's own on 127.0.0.1 plays the local agent and serves the
-    largest /v1/cluster the agent's limits allow (exotray/agent/limits.py): this node and
+    largest /v1/cluster the agent's limits allow (exotray/agent/base/limits.py): this node and
     MAX_PEERS peers, each peer node with MAX_CLUSTER_LINKS_PER_NODE links and
     MAX_CLUSTER_IFACES_PER_NODE interfaces, and MAX_PEERS rows in the peer table; the
     numbers change on every request, as a live cluster's do. Built from the recorded
@@ -46,7 +46,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from exotray.agent import limits as L  # noqa: E402
+from exotray.agent.base import limits as L  # noqa: E402
 
 FIXTURE = ROOT / "tests/qt/fixtures/cluster.json"
 

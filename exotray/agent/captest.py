@@ -40,11 +40,11 @@ from typing import Any
 
 import httpx
 
-from exotray.agent import limits as L
-from exotray.agent.bound_http import bound_connect
+from exotray.agent.base import limits as L
+from exotray.agent.base.bound_http import bound_connect
+from exotray.agent.base.keys import SIGNATURE_HEADER, sign
+from exotray.agent.base.throttle import Throttled
 from exotray.agent.control import is_loopback
-from exotray.agent.keys import SIGNATURE_HEADER, sign
-from exotray.agent.throttle import Throttled
 from exotray.core.settings import CAPTEST_SECONDS, CAPTEST_STREAMS
 
 log = logging.getLogger(__name__)

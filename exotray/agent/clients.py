@@ -1,6 +1,6 @@
 """The agent's outgoing HTTP clients: one shared client, and for a link pinned to an
 on-link interface that the route table would not pick for certain, one whose
-connections leave through that interface (bound_http.py). Used by sharing and by
+connections leave through that interface (base/bound_http.py). Used by sharing and by
 capacity tests."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 import httpx
 
 from exotray import __version__
-from exotray.agent import limits as L
 from exotray.agent import onlink
-from exotray.agent.bound_http import bind_options, bound_transport
+from exotray.agent.base import limits as L
+from exotray.agent.base.bound_http import bind_options, bound_transport
 from exotray.agent.links import Link
 from exotray.agent.sampler import NicInfo
 

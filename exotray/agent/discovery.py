@@ -35,8 +35,8 @@ from zeroconf import IPVersion, ServiceStateChange, Zeroconf
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
 from exotray import PROTO, __version__
-from exotray.agent import limits as L
 from exotray.agent import mdns_sockets
+from exotray.agent.base import limits as L
 from exotray.agent.discovery_records import (
     MAX_TXT_BYTES,
     Ignored,

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from exotray import PROTO
-from exotray.agent.limits import MAX_ADDRESSES_PER_RECORD
+from exotray.agent.base.limits import MAX_ADDRESSES_PER_RECORD
 from exotray.core.schema import unsafe_char
 
 MAX_TXT_BYTES = 512

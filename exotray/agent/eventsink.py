@@ -11,8 +11,8 @@ import os
 import sys
 from typing import Any, TextIO
 
-from exotray.agent.limits import EVENTS_FILE_MAX_BYTES
-from exotray.agent.throttle import Throttled
+from exotray.agent.base.limits import EVENTS_FILE_MAX_BYTES
+from exotray.agent.base.throttle import Throttled
 
 log = logging.getLogger("exotray.agent.runtime")
 

@@ -26,8 +26,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from exotray.agent import exo, rdma
+from exotray.agent.base.throttle import Throttled
 from exotray.agent.exo_paths import LinkFacts, SlowPaths
-from exotray.agent.throttle import Throttled
 from exotray.core import capacity as cap
 from exotray.core.stats import Rate
 

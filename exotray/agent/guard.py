@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from starlette.responses import JSONResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from exotray.agent import limits as L
+from exotray.agent.base import limits as L
 from exotray.agent.control import is_loopback
 
 log = logging.getLogger("exotray.agent.runtime")

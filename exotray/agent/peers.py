@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from exotray.agent import limits as L
+from exotray.agent.base import limits as L
 
 if TYPE_CHECKING:
     from exotray.agent.discovery import PeerRecord
@@ -86,7 +86,7 @@ class PeerTable:
         self.peers: dict[str, Peer] = {}
         self.links: dict[Target, Link] = {}
         self.paused = False
-        #: mDNS peers and addresses refused by the limits (limits.py), by reason
+        #: mDNS peers and addresses refused by the limits (base/limits.py), by reason
         self.refused: dict[str, int] = {}
         #: mDNS records refused for want of room, tried again as peers that never answer
         #: are let go (zeroconf tells of a record once: a real peer that announced itself

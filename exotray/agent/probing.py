@@ -14,8 +14,8 @@ import logging
 import socket
 from collections.abc import Callable
 
-from exotray.agent import limits as L
 from exotray.agent import onlink, pacing, sampler
+from exotray.agent.base import limits as L
 from exotray.agent.links import Link, Target
 from exotray.agent.monitor import InterfaceMonitor
 from exotray.agent.peers import PeerTable

@@ -21,18 +21,21 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from exotray import __version__
-from exotray.agent import control, hwread, onlink, sampler, trim, views
+from exotray.agent import control, hwread, onlink, sampler, views
 from exotray.agent import links as linkstats
 from exotray.agent.api import create_app, lazy_registry
+from exotray.agent.base import trim
+from exotray.agent.base.keys import SIGNATURE_HEADER, ClusterKeyError, load_key, sign
+from exotray.agent.base.loops import Loops
+from exotray.agent.base.statedir import StartError, StateDirError, load_node_id, lock_state_dir
+from exotray.agent.base.throttle import Throttled
 from exotray.agent.captest import CapacityTester
 from exotray.agent.clients import HttpClients
 from exotray.agent.eventsink import EventSink
 from exotray.agent.exowatch import ExoWatch, poll_period
 from exotray.agent.hardware import Hardware
 from exotray.agent.interfaces import InterfaceClassifier
-from exotray.agent.keys import SIGNATURE_HEADER, ClusterKeyError, load_key, sign
 from exotray.agent.links import Link, Target
-from exotray.agent.loops import Loops
 from exotray.agent.measuring import measure, pick_link
 from exotray.agent.monitor import InterfaceMonitor
 from exotray.agent.peers import Peer, PeerTable
@@ -42,10 +45,8 @@ from exotray.agent.resolver import resolve_manual_peers
 from exotray.agent.serve import bind_pair, make_server
 from exotray.agent.sharing import PollSharing, Sharing
 from exotray.agent.sharing_stream import StreamSharing
-from exotray.agent.statedir import StartError, StateDirError, load_node_id, lock_state_dir
 from exotray.agent.store import HistoryStore
 from exotray.agent.stream_watch import Watch
-from exotray.agent.throttle import Throttled
 from exotray.agent.ticking import Ticker
 from exotray.core import paths
 from exotray.core.events import EventLog
@@ -325,7 +326,7 @@ class Agent:
         api = self.loops.run("api", self._server.serve(sockets=[tcp]))
         self._start_loops()
         self.loops.every("resolve", 10.0, lambda: resolve_manual_peers(self.table, self.clock))
-        if (trimmer := trim.Trimmer()).available:  # glibc's free pages back (trim.py)
+        if (trimmer := trim.Trimmer()).available:  # glibc's free pages back (base/trim.py)
             self.loops.every("trim", trim.TRIM_EVERY_S, trimmer)
         while not self._server.started:
             if api.done():

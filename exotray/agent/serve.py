@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import uvicorn
 from starlette.applications import Starlette
 
-from exotray.agent import limits as L
+from exotray.agent.base import limits as L
 from exotray.agent.guard import guarded_protocol
 
 

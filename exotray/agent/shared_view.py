@@ -22,7 +22,7 @@ from typing import Any
 
 from starlette.responses import StreamingResponse
 
-from exotray.agent.limits import MAX_VIEWS_HELD
+from exotray.agent.base.limits import MAX_VIEWS_HELD
 
 PIECE = 64 * 1024
 #: how long one rendering serves new requests (the tray polls every second; the numbers

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from exotray.agent import historydb
-from exotray.agent.throttle import Throttled
+from exotray.agent.base.throttle import Throttled
 from exotray.core.history import TEXT_COLUMNS
 
 if TYPE_CHECKING:

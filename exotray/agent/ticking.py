@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 
 from exotray.agent import links as linkstats
 from exotray.agent import pacing, sampler
+from exotray.agent.base.throttle import Throttled
 from exotray.agent.exowatch import ExoWatch, LinkNumbers
 from exotray.agent.links import Link
 from exotray.agent.monitor import InterfaceMonitor
@@ -35,7 +36,6 @@ from exotray.agent.peers import PeerTable
 from exotray.agent.probing import Prober
 from exotray.agent.sharing import Sharing
 from exotray.agent.store import HistoryStore
-from exotray.agent.throttle import Throttled
 from exotray.core.events import EventLog
 
 log = logging.getLogger("exotray.agent.runtime")

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from exotray import PROTO, __version__
-from exotray.agent import limits as L
+from exotray.agent.base import limits as L
 from exotray.agent.links import Link, queue_reading
 from exotray.agent.monitor import IfaceState, InterfaceMonitor
 from exotray.agent.peers import Peer

@@ -236,7 +236,7 @@ def test_streams_of_a_pinned_link_leave_through_its_interface(tmp_path):
     import asyncio
     import errno
 
-    from exotray.agent.bound_http import bind_options
+    from exotray.agent.base.bound_http import bind_options
     from exotray.agent.captest import CapacityTester
 
     if not sys.platform.startswith("linux"):

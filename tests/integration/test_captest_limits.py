@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from exotray.agent import captest as C
-from exotray.agent import limits as L
+from exotray.agent.base import limits as L
 
 
 class Clock:

@@ -9,7 +9,7 @@ import dataclasses
 
 import httpx
 
-from exotray.agent import trim
+from exotray.agent.base import trim
 from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings
 

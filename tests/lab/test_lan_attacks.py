@@ -1,5 +1,5 @@
 """Issue 18: what one ordinary host on the LAN can do to an agent, done in the lab, and
-what the agent does about it (limits.py, guard.py). Each test does the attack, bounded
+what the agent does about it (base/limits.py, guard.py). Each test does the attack, bounded
 in count and time, and shows the fix; the figures it prints go to docs/benchmarks.md.
 
 - mDNS flood (findings 1, 2, 3): a thousand announced services, one with 100 addresses,
@@ -31,7 +31,7 @@ import pytest
 from helpers import JsonHandler, wait_for
 from netlab import Agents, Lab
 
-from exotray.agent import limits as L
+from exotray.agent.base import limits as L
 
 FLOOD = Path(__file__).with_name("mdns_flood.py")
 #: services in the flood (the issue saw the agent fall over from 600)

@@ -10,7 +10,7 @@ import asyncio
 import uvicorn
 from uvicorn.server import ServerState
 
-from exotray.agent import limits as L
+from exotray.agent.base import limits as L
 from exotray.agent.guard import guarded_protocol
 
 

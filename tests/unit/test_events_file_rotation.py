@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
+from exotray.agent.base.limits import EVENTS_FILE_MAX_BYTES
+from exotray.agent.base.throttle import Throttled
 from exotray.agent.eventsink import EventSink
-from exotray.agent.limits import EVENTS_FILE_MAX_BYTES
-from exotray.agent.throttle import Throttled
 
 
 def _event(i: int) -> dict:

@@ -10,8 +10,8 @@ import sqlite3
 from types import SimpleNamespace
 
 from exotray.agent import store as store_mod
+from exotray.agent.base.throttle import Throttled
 from exotray.agent.store import HistoryStore
-from exotray.agent.throttle import Throttled
 from exotray.core.events import EventLog
 from exotray.core.history import IFACE_COLUMNS, LINK_COLUMNS, Ring
 

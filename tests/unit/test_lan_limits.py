@@ -1,4 +1,4 @@
-"""The limits a LAN host runs into (limits.py, issue 18), each on its own part: the peer
+"""The limits a LAN host runs into (base/limits.py, issue 18), each on its own part: the peer
 table, mDNS records, the cluster view, the request guard. No sockets; clocks passed in."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import ipaddress
 import pytest
 
 from exotray import PROTO
-from exotray.agent import limits as L
 from exotray.agent import links, views
+from exotray.agent.base import limits as L
 from exotray.agent.discovery import PeerRecord, parse_record
 from exotray.agent.guard import RequestGuard, allowed_host
 from exotray.agent.peers import Peer, PeerTable

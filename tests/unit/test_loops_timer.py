@@ -1,4 +1,4 @@
-"""The agent's tick runs from the loop's timer (loops.py `Loops.timer`): on its schedule,
+"""The agent's tick runs from the loop's timer (base/loops.py `Loops.timer`): on its schedule,
 through a failing call, skipping (not drifting) after a late one, and never again once
 its task is replaced or stopped, even with a call already due. Real event loop; the
 clock is the loop's own. What is checked is the schedule the timer books (each call's
@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 
-from exotray.agent.loops import Loops
+from exotray.agent.base.loops import Loops
 
 PERIOD = 0.05
 

@@ -1,4 +1,4 @@
-"""The agent's trim loop (agent/trim.py): glibc's malloc_trim gives the pages of freed
+"""The agent's trim loop (agent/base/trim.py): glibc's malloc_trim gives the pages of freed
 memory back (RSS falls, blocks in use stay), and where there is no malloc_trim a
 trimmer does nothing."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from exotray.agent import trim
+from exotray.agent.base import trim
 
 
 def _rss_mib() -> float:

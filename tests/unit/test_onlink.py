@@ -10,7 +10,7 @@ import pytest
 
 from exotray.agent import onlink
 from exotray.agent import probe as P
-from exotray.agent.bound_http import bind_options
+from exotray.agent.base.bound_http import bind_options
 from exotray.agent.sampler import NicInfo
 
 

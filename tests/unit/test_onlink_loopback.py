@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from exotray.agent import probe as P
-from exotray.agent.bound_http import bind_options, bound_transport
+from exotray.agent.base.bound_http import bind_options, bound_transport
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith(("linux", "darwin")),
                                 reason="IP_PKTINFO and interface binding: Linux and macOS")

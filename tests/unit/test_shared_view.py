@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from exotray.agent import limits as L
+from exotray.agent.base import limits as L
 from exotray.agent.shared_view import PIECE, SharedView
 
 
