@@ -42,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _harness import machine_info, machine_line, md_table, write_json
 
 from exotray.agent import stream_wire as W
+from exotray.agent.hw.sampler import NicInfo
 from exotray.agent.runtime import Agent
-from exotray.agent.sampler import NicInfo
 from exotray.core.settings import Settings
 
 IFACE = "xt0"

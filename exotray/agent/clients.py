@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping
 import httpx
 
 from exotray import __version__
-from exotray.agent import onlink
 from exotray.agent.base import limits as L
 from exotray.agent.base.bound_http import bind_options, bound_transport
+from exotray.agent.hw import onlink
+from exotray.agent.hw.sampler import NicInfo
 from exotray.agent.links import Link
-from exotray.agent.sampler import NicInfo
 
 
 class HttpClients:

@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from exotray.agent import onlink
+from exotray.agent.hw import onlink
 from exotray.core.capacity import Capacity
 from exotray.core.history import LINK_COLUMNS, Ring, ring_size
 from exotray.core.queueing import QueueParams, QueueReading, QueueTracker
@@ -46,7 +46,7 @@ class Link:
     up: bool = False
     local_interface: str | None = None
     route_checked: float = -1e9
-    #: on-link attribution and the interface probes leave through (onlink.py)
+    #: on-link attribution and the interface probes leave through (hw/onlink.py)
     path: onlink.Path = field(default_factory=onlink.Path)
     #: baseline RTT and queueing delay (core/queueing.py)
     queue: QueueTracker = field(default_factory=QueueTracker)

@@ -8,11 +8,11 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from exotray.agent import sampler
 from exotray.agent.captest import CapacityTester
 from exotray.agent.clients import HttpClients
+from exotray.agent.hw import sampler
+from exotray.agent.hw.monitor import InterfaceMonitor
 from exotray.agent.links import Link
-from exotray.agent.monitor import InterfaceMonitor
 
 log = logging.getLogger("exotray.agent.runtime")
 

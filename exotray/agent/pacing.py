@@ -11,7 +11,7 @@ In question (probed at the full rate) while any of these holds:
   holds a request (`Link.hold_s`; a peer stopping: liveness must see two losses within
   its 2.5 intervals), or was lost since the last reply, or within the RTT window (loss
   is then measured on the full rate's samples);
-* its on-link path is being searched (onlink.py probes through each candidate);
+* its on-link path is being searched (hw/onlink.py probes through each candidate);
 * it is busy (`busy`, set by its judgement, held for the RTT window): its interface
   carries traffic (beyond this agent's own probes and sharing, `OwnTraffic`: else a hub
   with many peers, or agents sharing a loopback, would keep themselves busy), its

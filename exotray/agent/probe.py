@@ -100,7 +100,7 @@ class ProbeSocket:
     ) -> None:
         self.key = key
         #: (requester's address, arrival interface index) -> the interface index to
-        #: answer through, or None for the route table's choice (see onlink.py)
+        #: answer through, or None for the route table's choice (see hw/onlink.py)
         self.reply_via = reply_via
         self.on_reply = on_reply
         self.on_lost = on_lost

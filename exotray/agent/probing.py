@@ -2,7 +2,7 @@
 liveness, and which local interface carries each link.
 
 A link is attributed to the interface that has its peer on-link (found by probing when
-several have), else to the one the route table sends from (onlink.py); its probes leave
+several have), else to the one the route table sends from (hw/onlink.py); its probes leave
 through that interface. The reflector answers an on-link requester through the
 interface its request arrived on. Owns the ProbeSocket (probe.py); reads interfaces from
 the monitor, links from the peer table, and tells the table of replies.
@@ -14,10 +14,11 @@ import logging
 import socket
 from collections.abc import Callable
 
-from exotray.agent import onlink, pacing, sampler
+from exotray.agent import pacing
 from exotray.agent.base import limits as L
+from exotray.agent.hw import onlink, sampler
+from exotray.agent.hw.monitor import InterfaceMonitor
 from exotray.agent.links import Link, Target
-from exotray.agent.monitor import InterfaceMonitor
 from exotray.agent.peers import PeerTable
 from exotray.agent.probe import ProbeSocket
 

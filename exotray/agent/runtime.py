@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from exotray import __version__
-from exotray.agent import control, hwread, onlink, sampler, views
+from exotray.agent import control, views
 from exotray.agent import links as linkstats
 from exotray.agent.api import create_app, lazy_registry
 from exotray.agent.base import trim
@@ -33,11 +33,13 @@ from exotray.agent.captest import CapacityTester
 from exotray.agent.clients import HttpClients
 from exotray.agent.eventsink import EventSink
 from exotray.agent.exowatch import ExoWatch, poll_period
-from exotray.agent.hardware import Hardware
-from exotray.agent.interfaces import InterfaceClassifier
+from exotray.agent.hw import onlink, sampler
+from exotray.agent.hw import read as hwread
+from exotray.agent.hw.hardware import Hardware
+from exotray.agent.hw.kinds import InterfaceClassifier
+from exotray.agent.hw.monitor import InterfaceMonitor
 from exotray.agent.links import Link, Target
 from exotray.agent.measuring import measure, pick_link
-from exotray.agent.monitor import InterfaceMonitor
 from exotray.agent.peers import Peer, PeerTable
 from exotray.agent.probe import ProbeSocket
 from exotray.agent.probing import Prober

@@ -26,8 +26,8 @@ from exotray.agent.base.throttle import Throttled
 from exotray.core.history import TEXT_COLUMNS
 
 if TYPE_CHECKING:
+    from exotray.agent.hw.monitor import IfaceState
     from exotray.agent.links import Link
-    from exotray.agent.monitor import IfaceState
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ Sampling, probing and sharing used to wake the event loop on timers of their own
 interval / SUBSAMPLES now does what is due, in this order:
 
 every tick   the byte counters of the links' carriers (all interfaces' where those
-             cannot be read alone: carriers.py; rates over a sliding interval, so
+             cannot be read alone: hw/carriers.py; rates over a sliding interval, so
              saturation is seen within a quarter interval); the judgement (detector,
              queueing) of the links that may be busy (pacing.py); probes to links that
              need the full rate; replies read, overdue probes declared lost, liveness
@@ -27,11 +27,12 @@ import logging
 from collections.abc import Callable, Iterable
 
 from exotray.agent import links as linkstats
-from exotray.agent import pacing, sampler
+from exotray.agent import pacing
 from exotray.agent.base.throttle import Throttled
 from exotray.agent.exowatch import ExoWatch, LinkNumbers
+from exotray.agent.hw import sampler
+from exotray.agent.hw.monitor import InterfaceMonitor
 from exotray.agent.links import Link
-from exotray.agent.monitor import InterfaceMonitor
 from exotray.agent.peers import PeerTable
 from exotray.agent.probing import Prober
 from exotray.agent.sharing import Sharing

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from exotray import PROTO, __version__
 from exotray.agent.base import limits as L
+from exotray.agent.hw.monitor import IfaceState, InterfaceMonitor
 from exotray.agent.links import Link, queue_reading
-from exotray.agent.monitor import IfaceState, InterfaceMonitor
 from exotray.agent.peers import Peer
 from exotray.core import health
 from exotray.core.events import iso

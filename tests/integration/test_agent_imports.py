@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 
-from exotray.agent import hw_ethtool
+from exotray.agent.hw import ethtool as hw_ethtool
 
 PROBE = """
 import json, sys
@@ -38,6 +38,6 @@ def test_the_child_answers_json_and_refuses_bad_usage():
         out = subprocess.run(hw_ethtool.child_command(name), capture_output=True, timeout=60,
                              check=True)
         assert json.loads(out.stdout) is None
-    bad = subprocess.run([sys.executable, "-m", "exotray.agent.hw_ethtool"],
+    bad = subprocess.run([sys.executable, "-m", "exotray.agent.hw.ethtool"],
                          capture_output=True, timeout=60, check=False)
     assert bad.returncode == 2 and b"usage" in bad.stderr

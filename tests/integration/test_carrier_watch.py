@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import free_port
 
-from exotray.agent import sampler
+from exotray.agent.hw import sampler
 from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings
 

@@ -9,7 +9,7 @@ import threading
 
 import httpx
 
-from exotray.agent.interfaces import InterfaceClassifier
+from exotray.agent.hw.kinds import InterfaceClassifier
 from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings
 
@@ -58,7 +58,7 @@ def test_a_slow_networksetup_never_blocks_the_agent(tmp_path):
 
 
 def test_mdns_skips_vpn_interfaces_unless_named(tmp_path):
-    from exotray.agent.sampler import NicInfo
+    from exotray.agent.hw.sampler import NicInfo
 
     async def main() -> tuple[list[str], list[str]]:
         nics = {

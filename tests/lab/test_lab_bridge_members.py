@@ -2,7 +2,7 @@
 
 A namespace holds bridge xt<tag>b0 with two member veths, each to its own peer namespace
 (no root-namespace port). The bridge gets an address, pings each peer (bounded), and then
-exotray.agent.hw_linux, run inside the bridge's namespace (its own /sys/class/net), must
+exotray.agent.hw.linux, run inside the bridge's namespace (its own /sys/class/net), must
 name the member that leads to each peer, from the neighbour table and the kernel's
 forwarding table. Root only (conftest skips otherwise, saying why); run under
 `flock /tmp/exotray-bench.lock` like the other lab runs.
@@ -98,7 +98,7 @@ def test_bond_lists_its_members() -> None:
             slaves.append(a)
         netlab.run("ip", "-n", lab.br_ns, "link", "set", bond, "up")
         code = ("import json, sys; sys.path.insert(0, sys.argv[1]); "
-                "from exotray.agent.hw_linux import bond_info as b; "
+                "from exotray.agent.hw.linux import bond_info as b; "
                 "i = b(sys.argv[2]); print(json.dumps([i.mode, i.slaves, i.active]))")
         mode, members, active = json.loads(
             lab.bridge_exec(sys.executable, "-c", code, str(ROOT), bond))

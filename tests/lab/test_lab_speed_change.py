@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = r"""
 import asyncio, fcntl, json, os, struct, subprocess, sys
 sys.path.insert(0, sys.argv[1])
-from exotray.agent.hardware import Hardware
-from exotray.agent.hwread import LinuxReader
+from exotray.agent.hw.hardware import Hardware
+from exotray.agent.hw.read import LinuxReader
 tap = sys.argv[2]
 # attach to the tap (IFF_TAP | IFF_NO_PI, TUNSETIFF): carrier on, so the port is up
 fd = os.open("/dev/net/tun", os.O_RDWR)

@@ -15,8 +15,8 @@ import pytest
 from helpers import manual_link
 
 from exotray.agent import exo
+from exotray.agent.hw.sampler import NicInfo
 from exotray.agent.runtime import Agent
-from exotray.agent.sampler import NicInfo
 from exotray.core.settings import Settings
 from exotray.ui import linkwords
 from exotray.ui.link_model import EXO, UTIL

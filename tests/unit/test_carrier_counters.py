@@ -18,12 +18,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from exotray.agent import carriers as C
-from exotray.agent import sampler
-from exotray.agent.hardware import Hardware
-from exotray.agent.hwread import NoReader
-from exotray.agent.interfaces import InterfaceClassifier
-from exotray.agent.monitor import InterfaceMonitor
+from exotray.agent.hw import carriers as C
+from exotray.agent.hw import sampler
+from exotray.agent.hw.hardware import Hardware
+from exotray.agent.hw.kinds import InterfaceClassifier
+from exotray.agent.hw.monitor import InterfaceMonitor
+from exotray.agent.hw.read import NoReader
 from exotray.core.settings import Settings
 from exotray.core.stats import RateMeter
 
@@ -184,7 +184,7 @@ def test_counters_running_behind_psutil_end_the_sysfs_reading(tmp_path, monkeypa
     monkeypatch.setattr(sampler, "read_counters", lambda: dict(full))
     m = _monitor(tmp_path, root)
     m.watch(["lo"])
-    caplog.set_level(logging.INFO, logger="exotray.agent.monitor")
+    caplog.set_level(logging.INFO, logger="exotray.agent.hw.monitor")
     for i in range(C.DISAGREE_MAX):  # each sysfs reading behind the psutil one before
         m._now = float(i)
         m.read(False)
@@ -218,7 +218,7 @@ def test_one_interface_recreated_opens_the_files_again(tmp_path, monkeypatch, ca
         new = root / "lo" / "statistics" / f"{f}.new"
         new.write_text(f"{v}\n")
         new.replace(root / "lo" / "statistics" / f)  # (the kept files still say 10**10)
-    caplog.set_level(logging.INFO, logger="exotray.agent.monitor")
+    caplog.set_level(logging.INFO, logger="exotray.agent.hw.monitor")
     m._now = 100.0
     m.read(False)
     assert "went back" in caplog.text and m.carriers.watched == {"lo"}

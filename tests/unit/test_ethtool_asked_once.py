@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from exotray.agent.hwread import LinuxReader
+from exotray.agent.hw.read import LinuxReader
 
 
 class CountingEthtool:

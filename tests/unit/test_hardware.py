@@ -1,7 +1,7 @@
-"""The hardware readers wired into the agent (issue 12): hwread.py joins the platform
-readers, hardware.py caches them off the loop and turns speed drops into events, the
+"""The hardware readers wired into the agent (issue 12): hw/read.py joins the platform
+readers, hw/hardware.py caches them off the loop and turns speed drops into events, the
 interface monitor feeds them to the capacity rule and takes a bridged link's numbers from
-the member that reaches the peer, capstore.py keeps a measured capacity across restarts.
+the member that reaches the peer, hw/capstore.py keeps a measured capacity across restarts.
 
 macOS goes through the runner seam with the recorded outputs of tests/fixtures/macos/
 (their sources are in its README.md); Linux through a fake sysfs tree and the seams of
@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from exotray.agent import hw_macos, hw_macos_wifi
-from exotray.agent.capstore import CapacityStore
-from exotray.agent.hardware import Hardware
-from exotray.agent.hwread import HwLink, LinuxReader, MacReader
-from exotray.agent.interfaces import InterfaceClassifier
-from exotray.agent.monitor import InterfaceMonitor
-from exotray.agent.sampler import NicInfo
+from exotray.agent.hw import macos as hw_macos
+from exotray.agent.hw import macos_wifi as hw_macos_wifi
+from exotray.agent.hw.capstore import CapacityStore
+from exotray.agent.hw.hardware import Hardware
+from exotray.agent.hw.kinds import InterfaceClassifier
+from exotray.agent.hw.monitor import InterfaceMonitor
+from exotray.agent.hw.read import HwLink, LinuxReader, MacReader
+from exotray.agent.hw.sampler import NicInfo
 from exotray.core.capacity import MBIT
 from exotray.core.settings import Settings
 
@@ -122,13 +123,13 @@ def test_linux_reader_bridge_bond_and_plain(tmp_path: Path):
 
 
 def test_linux_reader_wifi_is_a_phy_rate(tmp_path: Path, monkeypatch):
-    from exotray.agent import hw_linux
+    from exotray.agent.hw import linux as hw_linux
     monkeypatch.setattr(hw_linux, "read_wifi_tx_mbit", lambda name, iw=None: 433.3)
     got = LinuxReader(sys_net=tmp_path).links({"wlan0": "wifi"})
     assert got["wlan0"] == HwLink("wlan0", 433.3, phy_rate=True, source="nl80211")
 
 
-# -- hardware.py: the cache, off the loop --------------------------------------------------
+# -- hw/hardware.py: the cache, off the loop --------------------------------------------------
 
 
 @dataclass
@@ -404,7 +405,7 @@ def test_linux_ethernet_maximum_from_its_supported_modes(tmp_path: Path):
 
 def test_a_command_that_keeps_failing_is_said_once(caplog):
     """The macOS readers run every 2 minutes: the same failure is one line an hour."""
-    with caplog.at_level(logging.WARNING, logger="exotray.agent.hw_macos"):
+    with caplog.at_level(logging.WARNING, logger="exotray.agent.hw.macos"):
         for _ in range(3):
             assert hw_macos.run_command(("/nonexistent/system_profiler", "x"), 1.0) is None
         hw_macos.run_command(("/nonexistent/ifconfig", "-m", "en9"), 1.0)

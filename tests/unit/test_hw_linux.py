@@ -1,4 +1,4 @@
-"""Linux link readers (exotray.agent.hw_linux) on recorded netlink messages and fake sysfs."""
+"""Linux link readers (exotray.agent.hw.linux) on recorded netlink messages and fake sysfs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from exotray.agent import hw_linux
-from exotray.agent.hw_linux import (
+from exotray.agent.hw import linux as hw_linux
+from exotray.agent.hw.linux import (
     FDB_ENTRY,
     bond_info,
     bridge_member_for_peer,

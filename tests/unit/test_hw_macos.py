@@ -1,4 +1,4 @@
-"""macOS capacity readers (exotray/agent/hw_macos.py, hw_macos_wifi.py) on the recorded
+"""macOS capacity readers (exotray/agent/hw/macos.py, hw/macos_wifi.py) on the recorded
 outputs in tests/fixtures/macos/ (sources in its README.md). Expected values were read off
 the fixture files by hand. No Mac runs here: runners go through the injected seam."""
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from exotray.agent import hw_macos, hw_macos_wifi
-from exotray.agent.hw_macos import (
+from exotray.agent.hw import macos as hw_macos
+from exotray.agent.hw import macos_wifi as hw_macos_wifi
+from exotray.agent.hw.macos import (
     parse_bridge_members,
     parse_gbs,
     parse_ifconfig,
@@ -20,7 +21,7 @@ from exotray.agent.hw_macos import (
     parse_sp_thunderbolt,
     thunderbolt_speeds,
 )
-from exotray.agent.hw_macos_wifi import parse_channel, parse_sp_airport
+from exotray.agent.hw.macos_wifi import parse_channel, parse_sp_airport
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "macos"
 
@@ -499,7 +500,7 @@ def test_run_command_failures_log_one_line(caplog):
     ]
     for argv, timeout, says in cases:
         caplog.clear()
-        with caplog.at_level("WARNING", logger="exotray.agent.hw_macos"):
+        with caplog.at_level("WARNING", logger="exotray.agent.hw.macos"):
             assert hw_macos.run_command(argv, timeout) is None
         assert len(caplog.records) == 1, caplog.text
         assert "\n" not in caplog.records[0].getMessage()

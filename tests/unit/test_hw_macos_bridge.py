@@ -1,4 +1,4 @@
-"""The bridge member that reaches a peer on macOS (exotray/agent/hw_macos_bridge.py), on the
+"""The bridge member that reaches a peer on macOS (exotray/agent/hw/macos_bridge.py), on the
 fixtures in tests/fixtures/macos/ (their origin is in its README.md: the ARP table of
 local-devices issue #10 is a real recording; the bridge0 address cache and ARP table are
 built from the printf formats of Apple's ifconfig and arp). No Mac runs here: the two
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from exotray.agent import hw_macos_bridge as hb
-from exotray.agent.hw_macos import parse_bridge_members, parse_ifconfig
+from exotray.agent.hw import macos_bridge as hb
+from exotray.agent.hw.macos import parse_bridge_members, parse_ifconfig
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "macos"
 ADDR = "bridge_addr_bridge0_SYNTHETIC.txt"  # `ifconfig bridge0 addr`
@@ -211,7 +211,7 @@ def test_real_run_command_failing_is_one_log_line(caplog):
     def only_missing(argv, timeout):
         return hb.run_command(["/nonexistent/exotray-no-such-" + argv[0], *argv[1:]], timeout)
 
-    with caplog.at_level(logging.WARNING, logger="exotray.agent.hw_macos"):
+    with caplog.at_level(logging.WARNING, logger="exotray.agent.hw.macos"):
         assert hb.bridge_member_for_peer("bridge0", "169.254.12.7",
                                          runner=only_missing) is None
     assert len([r for r in caplog.records if "failed" in r.getMessage()]) == 1

@@ -1,4 +1,4 @@
-"""Interface kind classification (exotray.agent.interfaces)."""
+"""Interface kind classification (exotray.agent.hw.kinds)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from exotray.agent import interfaces as interfaces_module
-from exotray.agent.interfaces import (
+from exotray.agent.hw import kinds as interfaces_module
+from exotray.agent.hw.kinds import (
     KINDS,
     InterfaceClassifier,
     classify_linux,
@@ -432,7 +432,7 @@ def test_classifier_darwin_runner_failure_falls_back(
         raise exc
 
     clf = InterfaceClassifier(platform="darwin", networksetup_runner=runner)
-    with caplog.at_level(logging.DEBUG, logger="exotray.agent.interfaces"):
+    with caplog.at_level(logging.DEBUG, logger="exotray.agent.hw.kinds"):
         assert clf.classify("en0") == ("other", "en0")
         assert clf.classify("lo0") == ("loopback", "Loopback")
         assert clf.classify("utun2") == ("vpn", "VPN (utun)")
@@ -441,7 +441,7 @@ def test_classifier_darwin_runner_failure_falls_back(
         assert clf.classify("awdl0") == ("virtual", "AirDrop (AWDL)")
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
-    assert warnings[0].name == "exotray.agent.interfaces"
+    assert warnings[0].name == "exotray.agent.hw.kinds"
     assert "networksetup" in warnings[0].getMessage()
 
 

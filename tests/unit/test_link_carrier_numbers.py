@@ -16,11 +16,11 @@ from helpers import manual_link
 
 from exotray.agent import exo
 from exotray.agent.exowatch import ExoWatch
-from exotray.agent.hardware import Hardware
-from exotray.agent.hwread import HwLink, NoReader
-from exotray.agent.interfaces import InterfaceClassifier
-from exotray.agent.monitor import InterfaceMonitor
-from exotray.agent.sampler import NicInfo
+from exotray.agent.hw.hardware import Hardware
+from exotray.agent.hw.kinds import InterfaceClassifier
+from exotray.agent.hw.monitor import InterfaceMonitor
+from exotray.agent.hw.read import HwLink, NoReader
+from exotray.agent.hw.sampler import NicInfo
 from exotray.core.settings import Settings
 
 

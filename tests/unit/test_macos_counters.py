@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from exotray.agent import macos_counters as mc
-from exotray.agent import sampler
+from exotray.agent.hw import macos_counters as mc
+from exotray.agent.hw import sampler
 from exotray.core.stats import counter_delta
 
 FIX = Path(__file__).parent.parent / "fixtures" / "macos"

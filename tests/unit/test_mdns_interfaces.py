@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from exotray.agent.interfaces import classify_macos, mdns_by_default
+from exotray.agent.hw.kinds import classify_macos, mdns_by_default
 
 
 @pytest.mark.parametrize(

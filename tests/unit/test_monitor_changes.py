@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from exotray.agent.interfaces import InterfaceClassifier
-from exotray.agent.monitor import InterfaceMonitor
-from exotray.agent.sampler import NicInfo
+from exotray.agent.hw.kinds import InterfaceClassifier
+from exotray.agent.hw.monitor import InterfaceMonitor
+from exotray.agent.hw.sampler import NicInfo
 from exotray.core.settings import Settings
 
 BR = NicInfo("bridge0", True, None, ("169.254.3.4",), (("169.254.3.4", 16),), multicast=True)

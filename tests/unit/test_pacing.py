@@ -12,8 +12,9 @@ import socket
 
 import pytest
 
-from exotray.agent import links, onlink, pacing
+from exotray.agent import links, pacing
 from exotray.agent import stream_numbers as N
+from exotray.agent.hw import onlink
 from exotray.agent.peers import PeerTable
 from exotray.agent.probe import ProbeSocket
 from exotray.agent.probing import Prober

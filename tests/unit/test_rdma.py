@@ -1,4 +1,4 @@
-"""RDMA counters (agent/rdma.py): recorded /sys/class/infiniband trees (Prometheus
+"""RDMA counters (agent/hw/rdma.py): recorded /sys/class/infiniband trees (Prometheus
 procfs' and node_exporter's, tests/fixtures/linux/README.md), a synthetic tree for the net
 device mapping (layout: the kernel's Documentation/ABI/stable/sysfs-class-infiniband),
 and the macOS commands through their seam."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from ttar import untar
 
-from exotray.agent import rdma
+from exotray.agent.hw import rdma
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 IB = FIX / "linux" / "infiniband"

@@ -18,8 +18,8 @@ from helpers import manual_link
 from ttar import untar
 
 from exotray.agent import exo
+from exotray.agent.hw.sampler import NicInfo
 from exotray.agent.runtime import Agent
-from exotray.agent.sampler import NicInfo
 from exotray.core.settings import Settings
 
 PROCFS = Path(__file__).resolve().parents[1] / "fixtures" / "linux" / "infiniband_procfs.ttar"

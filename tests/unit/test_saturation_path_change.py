@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 from helpers import manual_link
 
+from exotray.agent.hw.sampler import NicInfo
 from exotray.agent.runtime import Agent
-from exotray.agent.sampler import NicInfo
 from exotray.core.settings import Settings
 from exotray.ui.summary import notification
 

@@ -16,7 +16,7 @@ from helpers import counted_agent, manual_link
 
 from exotray.agent import stream_watch
 from exotray.agent import stream_wire as W
-from exotray.agent.sampler import NicInfo
+from exotray.agent.hw.sampler import NicInfo
 from exotray.core import schema
 
 IFACE = "xt0"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from helpers import counted_agent, manual_link
 
-from exotray.agent.sampler import NicInfo
+from exotray.agent.hw.sampler import NicInfo
 
 IFACE, PEER = "xt0", "10.213.160.2"
 NIC = NicInfo(IFACE, True, 1000.0, ("10.213.160.1",), (("10.213.160.1", 24),), multicast=True)
@@ -112,7 +112,7 @@ def test_the_interface_list_is_read_when_something_changed_not_every_interval(ag
 def test_rtnetlink_notices_where_the_kernel_has_them():
     import sys
 
-    from exotray.agent.sampler import NicChanges
+    from exotray.agent.hw.sampler import NicChanges
 
     assert NicChanges(platform="darwin").changed() is True  # cannot tell: read
     if sys.platform.startswith("linux"):

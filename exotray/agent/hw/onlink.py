@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from exotray.agent.sampler import NicInfo
+from exotray.agent.hw.sampler import NicInfo
 
 #: probes sent through one candidate interface before trying the next
 PROBES_EACH = 3

@@ -1,6 +1,6 @@
 """The hardware readers' answers, kept on the event loop and refreshed off it.
 
-`Hardware` holds what hwread.py last said of each interface (negotiated speed, maximum,
+`Hardware` holds what hw/read.py last said of each interface (negotiated speed, maximum,
 bridge/bond members) and which bridge member reaches each peer. Reads run in a worker
 thread, one at a time: all interfaces when the interface list or an up/down state
 changed, else every REFRESH_S (system_profiler takes seconds); bridge members every
@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from exotray.agent.hwread import HwLink, HwReader
+from exotray.agent.hw.read import HwLink, HwReader
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import psutil
 
-from exotray.agent import macos_counters
-from exotray.agent.hw_linux import SYS_NET
+from exotray.agent.hw import macos_counters
+from exotray.agent.hw.linux import SYS_NET
 
 log = logging.getLogger(__name__)
 

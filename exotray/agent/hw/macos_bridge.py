@@ -1,10 +1,10 @@
 """macOS: the member port of a bridge (the Thunderbolt Bridge ``bridge0``, members
 ``en1``…``en5``) through which a peer is reached — the ARP table gives the peer's MAC, the
 bridge's address cache gives the member that MAC was learned on. The Linux counterpart is
-:func:`exotray.agent.hw_linux.bridge_member_for_peer`.
+:func:`exotray.agent.hw.linux.bridge_member_for_peer`.
 
 Pure parsers (text in, values out; never raise) plus one thin runner that calls two
-commands through the :data:`~exotray.agent.hw_macos.Runner` seam. Synchronous and
+commands through the :data:`~exotray.agent.hw.macos.Runner` seam. Synchronous and
 read-only: the agent calls it off its event loop. Neither command needs root.
 
 Formats, from Apple's sources (apple-oss-distributions; the lines are cited in
@@ -36,7 +36,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from exotray.agent.hw_macos import CMD_TIMEOUT_S, Runner, run_command
+from exotray.agent.hw.macos import CMD_TIMEOUT_S, Runner, run_command
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ platform's readers (hw_linux, hw_macos, hw_macos_wifi) for every interface at on
 
 `links(kinds)` answers {name: HwLink} for the interfaces it learnt something about;
 `member_for_peer(bridge, ip)` names the bridge member that reaches a peer. Both block
-(sysfs, netlink, system_profiler): hardware.py calls them from a worker thread, never on
+(sysfs, netlink, system_profiler): hw/hardware.py calls them from a worker thread, never on
 the event loop. They never raise for a vanished interface or a failing command; what
 cannot be read is simply absent (unknown), never guessed.
 """
@@ -18,7 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from exotray.agent import hw_ethtool, hw_linux, hw_macos, hw_macos_bridge, hw_macos_wifi
+from exotray.agent.hw import ethtool as hw_ethtool
+from exotray.agent.hw import linux as hw_linux
+from exotray.agent.hw import macos as hw_macos
+from exotray.agent.hw import macos_bridge as hw_macos_bridge
+from exotray.agent.hw import macos_wifi as hw_macos_wifi
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ root):
   ("36 (5GHz, 80MHz)", or a bare number on older systems).
 
 Parsers never raise; runners are synchronous, change nothing, and return ``None`` with one
-log line on failure (see :mod:`exotray.agent.hw_macos`).
+log line on failure (see :mod:`exotray.agent.hw.macos`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from exotray.agent.hw_macos import SP_TIMEOUT_S, Runner, run_command
+from exotray.agent.hw.macos import SP_TIMEOUT_S, Runner, run_command
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from exotray.agent.interfaces_other import (  # noqa: F401 (re-exported)
+from exotray.agent.hw.kinds_other import (  # noqa: F401 (re-exported)
     _classify_generic,
     classify_macos,
     macos_port_kind,

@@ -1,7 +1,7 @@
 """The most a wired Linux NIC can negotiate: its supported link modes over ethtool
 (ETHTOOL_GLINKSETTINGS through pyroute2's Ethtool). Blocks: call it off the event loop.
 
-The query runs in a short-lived child process (`python -m exotray.agent.hw_ethtool
+The query runs in a short-lived child process (`python -m exotray.agent.hw.ethtool
 IFNAME`, printing the answer as JSON): pyroute2 costs an agent ~7.6 MiB for as long as
 it runs, for an answer that changes only when the NIC does. hwread.LinuxReader asks
 again only when a wired interface appears, is re-created or renegotiates
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from exotray.agent.hw_linux import _require_off_loop
+from exotray.agent.hw.linux import _require_off_loop
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def _ask_child(ifname: str) -> int | None:
 def main(argv: list[str]) -> int:
     """The child: one interface's maximum as JSON (a number of Mbit/s, or null)."""
     if len(argv) != 1:
-        print("usage: python -m exotray.agent.hw_ethtool IFNAME", file=sys.stderr)
+        print("usage: python -m exotray.agent.hw.ethtool IFNAME", file=sys.stderr)
         return 2
     print(json.dumps(_ask(argv[0])))
     return 0

@@ -16,12 +16,12 @@ Sources, as recorded in tests/fixtures/macos/:
   machine's uncabled ports (``max_inferred``), since Apple's host ports are all one
   generation.
 * ``networksetup -listallhardwareports``: "Thunderbolt N" -> ``enX``
-  (:func:`exotray.agent.interfaces.parse_networksetup`).
+  (:func:`exotray.agent.hw.kinds.parse_networksetup`).
 * ``ifconfig`` / ``ifconfig -m enX``: ``member: en2 flags=...`` lines of a bridge,
   ``media: autoselect (2500Base-T <full-duplex>)``, ``status: active`` and the
   ``supported media:`` list (``media 10Gbase-T mediaopt full-duplex``).
 
-Wi-Fi is in :mod:`exotray.agent.hw_macos_wifi`.
+Wi-Fi is in :mod:`exotray.agent.hw.macos_wifi`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from exotray.agent.interfaces import parse_networksetup
+from exotray.agent.hw.kinds import parse_networksetup
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Interface kinds on macOS (from `networksetup -listallhardwareports` and name rules)
 and, from the name alone, on other OSes. Pure text parsing: the classifier that runs
-networksetup (off the event loop) is interfaces.py."""
+networksetup (off the event loop) is hw/kinds.py."""
 
 from __future__ import annotations
 

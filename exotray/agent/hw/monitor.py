@@ -1,13 +1,13 @@
 """The interface monitor: what each local interface is and carries.
 
 Owns the interface list (sampler.NicInfo per name), byte counters and the rates made
-from them, each interface's kind and label (interfaces.py), its capacity (user
+from them, each interface's kind and label (hw/kinds.py), its capacity (user
 override > measured > NIC speed > kind rule) and its history ring. What the hardware says
 beyond psutil (Thunderbolt and Wi-Fi rates, macOS media, bridge and bond members, the
-bridge member that reaches a peer) comes from hardware.py's cache. Blocking OS calls
+bridge member that reaches a peer) comes from hw/hardware.py's cache. Blocking OS calls
 stay off the event loop: macOS's `networksetup` classification and the hardware readers
 run in worker threads, and until it answers a new interface is classified by its name.
-It calls the OS only through sampler.py, the classifier and hardware.py; of links it
+It calls the OS only through hw/sampler.py, the classifier and hw/hardware.py; of links it
 knows only (interface, peer address) pairs.
 """
 
@@ -20,12 +20,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from exotray.agent import sampler
-from exotray.agent.capstore import CapacityStore, Measured
-from exotray.agent.carriers import CarrierReader
-from exotray.agent.hardware import Hardware
-from exotray.agent.hwread import HwLink, NoReader
-from exotray.agent.interfaces import InterfaceClassifier, mdns_by_default
+from exotray.agent.hw import sampler
+from exotray.agent.hw.capstore import CapacityStore, Measured
+from exotray.agent.hw.carriers import CarrierReader
+from exotray.agent.hw.hardware import Hardware
+from exotray.agent.hw.kinds import InterfaceClassifier, mdns_by_default
+from exotray.agent.hw.read import HwLink, NoReader
 from exotray.core import capacity as cap
 from exotray.core.history import IFACE_COLUMNS, Ring, ring_size
 from exotray.core.schema import r
@@ -64,10 +64,10 @@ class InterfaceMonitor:
         self.rates = RateMeter(window_s=interval)
         #: the latest raw byte counters per interface (for /metrics)
         self.raw_counters: dict[str, tuple[int, int]] = {}
-        #: Linux: the links' carriers, read alone between full ticks (carriers.py)
+        #: Linux: the links' carriers, read alone between full ticks (hw/carriers.py)
         self.carriers = CarrierReader()
         self.hardware = hardware or Hardware(NoReader())
-        #: measured capacities, kept in the state dir (capstore.py)
+        #: measured capacities, kept in the state dir (hw/capstore.py)
         self.store = CapacityStore(state_dir)
         self._now = 0.0
         #: capacity names not seen as an interface yet -> since when; those warned about

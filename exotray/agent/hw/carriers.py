@@ -2,7 +2,7 @@
 (docs/design.md, "The ticks between full ones"): on Linux from sysfs through files kept
 open (sampler.SysfsCounters), checked against psutil's at every read; elsewhere, or once
 they disagree, None: every tick reads all interfaces through psutil. The monitor
-(monitor.py) holds one and keeps the merged raw counters."""
+(hw/monitor.py) holds one and keeps the merged raw counters."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import sys
 from collections import deque
 from collections.abc import Iterable
 
-from exotray.agent import sampler
+from exotray.agent.hw import sampler
 from exotray.core.stats import counter_delta
 
-log = logging.getLogger("exotray.agent.monitor")
+log = logging.getLogger("exotray.agent.hw.monitor")
 
 #: sysfs counters that run behind psutil's this many times within DISAGREE_WINDOW_S are
 #: not this namespace's (an interface re-created makes one such step, rarely): every
