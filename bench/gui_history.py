@@ -41,7 +41,7 @@ from _harness import free_port, get_json, machine_info, machine_line, md_table, 
 from history_db import DAY, fill
 
 from exotray.agent.historydb import HistoryDB
-from exotray.agent.links import link_id
+from exotray.agent.peers.links import link_id
 from exotray.core.history import LINK_COLUMNS
 
 NODE_ID = "be9c4000f00d"

@@ -72,9 +72,9 @@ def held_prober(port: int, *, timeout_s: float, down_after_s: float,
     event loop; close the prober."""
     from types import SimpleNamespace
 
-    from exotray.agent import links
     from exotray.agent.hw import onlink
-    from exotray.agent.peers import PeerTable
+    from exotray.agent.peers import links
+    from exotray.agent.peers.table import PeerTable
     from exotray.agent.probing import Prober
     from exotray.core.saturation import SaturationParams
 

@@ -15,7 +15,7 @@ from exotray.agent.base import limits as L
 from exotray.agent.base.bound_http import bind_options, bound_transport
 from exotray.agent.hw import onlink
 from exotray.agent.hw.sampler import NicInfo
-from exotray.agent.links import Link
+from exotray.agent.peers.links import Link
 
 
 class HttpClients:

@@ -34,7 +34,7 @@ from exotray.core.stats import Rate
 
 if TYPE_CHECKING:
     from exotray.agent.hw.monitor import InterfaceMonitor
-    from exotray.agent.links import Link
+    from exotray.agent.peers.links import Link
 
 log = logging.getLogger("exotray.agent.runtime")
 

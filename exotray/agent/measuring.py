@@ -12,7 +12,7 @@ from exotray.agent.captest import CapacityTester
 from exotray.agent.clients import HttpClients
 from exotray.agent.hw import sampler
 from exotray.agent.hw.monitor import InterfaceMonitor
-from exotray.agent.links import Link
+from exotray.agent.peers.links import Link
 
 log = logging.getLogger("exotray.agent.runtime")
 

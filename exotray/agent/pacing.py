@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from exotray.agent.links import Link
+from exotray.agent.peers.links import Link
 from exotray.agent.probe_pressure import HOLD_TICK_MAX_S
 from exotray.core.queueing import QueueParams, QueueReading
 from exotray.core.stats import Rate

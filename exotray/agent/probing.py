@@ -18,8 +18,8 @@ from exotray.agent import pacing
 from exotray.agent.base import limits as L
 from exotray.agent.hw import onlink, sampler
 from exotray.agent.hw.monitor import InterfaceMonitor
-from exotray.agent.links import Link, Target
-from exotray.agent.peers import PeerTable
+from exotray.agent.peers.links import Link, Target
+from exotray.agent.peers.table import PeerTable
 from exotray.agent.probe import ProbeSocket
 
 log = logging.getLogger(__name__)

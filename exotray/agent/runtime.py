@@ -22,7 +22,6 @@ import uvicorn
 
 from exotray import __version__
 from exotray.agent import control, views
-from exotray.agent import links as linkstats
 from exotray.agent.api import create_app, lazy_registry
 from exotray.agent.base import trim
 from exotray.agent.base.keys import SIGNATURE_HEADER, ClusterKeyError, load_key, sign
@@ -38,12 +37,13 @@ from exotray.agent.hw import read as hwread
 from exotray.agent.hw.hardware import Hardware
 from exotray.agent.hw.kinds import InterfaceClassifier
 from exotray.agent.hw.monitor import InterfaceMonitor
-from exotray.agent.links import Link, Target
 from exotray.agent.measuring import measure, pick_link
-from exotray.agent.peers import Peer, PeerTable
+from exotray.agent.peers import links as linkstats
+from exotray.agent.peers.links import Link, Target
+from exotray.agent.peers.resolver import resolve_manual_peers
+from exotray.agent.peers.table import Peer, PeerTable
 from exotray.agent.probe import ProbeSocket
 from exotray.agent.probing import Prober
-from exotray.agent.resolver import resolve_manual_peers
 from exotray.agent.serve import bind_pair, make_server
 from exotray.agent.sharing import PollSharing, Sharing
 from exotray.agent.sharing_stream import StreamSharing
@@ -55,7 +55,7 @@ from exotray.core.events import EventLog
 from exotray.core.settings import Settings, parse_peer
 
 if TYPE_CHECKING:
-    from exotray.agent.discovery import Discovery
+    from exotray.agent.peers.discovery import Discovery
 
 __all__ = ["SIGNATURE_HEADER", "Agent", "ClusterKeyError", "StartError", "StateDirError",
            "bind_pair", "load_key", "load_node_id", "lock_state_dir", "sign"]
@@ -317,7 +317,7 @@ class Agent:
                        if not any(a in n.addresses for n in self.monitor.nics.values())]
             for a in missing:
                 log.warning("--mdns-interface %s: no local interface has this address (yet)", a)
-            from exotray.agent.discovery import Discovery  # zeroconf: only with mDNS on
+            from exotray.agent.peers.discovery import Discovery  # zeroconf: only with mDNS on
 
             self.discovery = Discovery(
                 node_id=self.node_id, name=s.name, port=self.port,

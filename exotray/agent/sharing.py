@@ -26,7 +26,7 @@ from starlette.routing import BaseRoute
 from exotray.agent.base.keys import SIGNATURE_HEADER, signed_by
 from exotray.agent.base.throttle import Throttled
 from exotray.agent.clients import HttpClients
-from exotray.agent.peers import Peer, PeerTable
+from exotray.agent.peers.table import Peer, PeerTable
 from exotray.core.schema import MAX_SNAPSHOT_BYTES, SnapshotRejected, parse_snapshot
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from starlette.routing import BaseRoute, Route
 from exotray.agent import stream_wire as W
 from exotray.agent.base.throttle import Throttled
 from exotray.agent.clients import HttpClients
-from exotray.agent.peers import Peer, PeerTable
+from exotray.agent.peers.table import Peer, PeerTable
 from exotray.agent.sharing import PollSharing
 from exotray.agent.stream_hold import StreamHold
 from exotray.agent.stream_serve import STREAM_ID_HEADER, STREAM_PATH, Producer, StreamEndpoint

@@ -27,7 +27,7 @@ from exotray.core.history import TEXT_COLUMNS
 
 if TYPE_CHECKING:
     from exotray.agent.hw.monitor import IfaceState
-    from exotray.agent.links import Link
+    from exotray.agent.peers.links import Link
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from exotray.agent import stream_numbers as N
 from exotray.agent import stream_wire as W
-from exotray.agent.links import Link, queue_reading
+from exotray.agent.peers.links import Link, queue_reading
 from exotray.core.schema import r
 
 #: a link's fields compared as they are (a change is prompt)

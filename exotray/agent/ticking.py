@@ -26,14 +26,14 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
-from exotray.agent import links as linkstats
 from exotray.agent import pacing
 from exotray.agent.base.throttle import Throttled
 from exotray.agent.exowatch import ExoWatch, LinkNumbers
 from exotray.agent.hw import sampler
 from exotray.agent.hw.monitor import InterfaceMonitor
-from exotray.agent.links import Link
-from exotray.agent.peers import PeerTable
+from exotray.agent.peers import links as linkstats
+from exotray.agent.peers.links import Link
+from exotray.agent.peers.table import PeerTable
 from exotray.agent.probing import Prober
 from exotray.agent.sharing import Sharing
 from exotray.agent.store import HistoryStore

@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 from exotray import PROTO, __version__
 from exotray.agent.base import limits as L
 from exotray.agent.hw.monitor import IfaceState, InterfaceMonitor
-from exotray.agent.links import Link, queue_reading
-from exotray.agent.peers import Peer
+from exotray.agent.peers.links import Link, queue_reading
+from exotray.agent.peers.table import Peer
 from exotray.core import health
 from exotray.core.events import iso
 from exotray.core.schema import SCHEMA_VERSION, dump, on_wire, r
 
 if TYPE_CHECKING:
-    from exotray.agent.discovery import Discovery
     from exotray.agent.exowatch import ExoWatch
+    from exotray.agent.peers.discovery import Discovery
     from exotray.agent.probe import ProbeSocket
 
 

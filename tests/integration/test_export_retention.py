@@ -11,7 +11,7 @@ from helpers import AgentProc, free_port
 
 from exotray import cli, cli_reads
 from exotray.agent.historydb import HistoryDB
-from exotray.agent.links import link_id
+from exotray.agent.peers.links import link_id
 from exotray.core.history import LINK_COLUMNS
 
 DAY = 86400.0

@@ -4,8 +4,8 @@ goodbyes remove at once, silent mDNS peers leave the view after 10 minutes."""
 from __future__ import annotations
 
 from exotray.agent.base.limits import NEVER_UP_FORGET_S
-from exotray.agent.discovery import PeerRecord
-from exotray.agent.peers import PEER_FORGET_S
+from exotray.agent.peers.discovery import PeerRecord
+from exotray.agent.peers.table import PEER_FORGET_S
 from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings
 

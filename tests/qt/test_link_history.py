@@ -21,7 +21,7 @@ from PySide6.QtGui import QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
 from exotray.agent.historydb import HistoryDB
-from exotray.agent.links import link_id
+from exotray.agent.peers.links import link_id
 from exotray.core.history import LINK_COLUMNS
 from exotray.ui.client import AgentClient
 from exotray.ui.window import MainWindow

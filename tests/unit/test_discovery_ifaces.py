@@ -14,8 +14,8 @@ from typing import ClassVar
 import pytest
 from zeroconf import ServiceStateChange
 
-from exotray.agent import discovery as D
-from exotray.agent import mdns_sockets as M
+from exotray.agent.peers import discovery as D
+from exotray.agent.peers import mdns_sockets as M
 
 NETS = {"10.213.200.1": "10.213.200.0/24", "10.213.201.1": "10.213.201.0/24"}
 IFACES = {"10.213.200.1": "xthA", "10.213.201.1": "xthB"}

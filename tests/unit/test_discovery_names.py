@@ -7,7 +7,7 @@ import ipaddress
 
 import pytest
 
-from exotray.agent.discovery import RecordRejected, parse_record
+from exotray.agent.peers.discovery import RecordRejected, parse_record
 
 NETS = [ipaddress.IPv4Network("10.213.0.0/24")]
 GOOD_TXT = {b"id": b"bbbbbbbbbbbb", b"version": b"0.1.0", b"proto": b"1"}

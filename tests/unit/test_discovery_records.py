@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from exotray.agent.discovery import RecordRejected, parse_record
+from exotray.agent.peers.discovery import RecordRejected, parse_record
 
 NETS = [ipaddress.IPv4Network("10.213.0.0/24"), ipaddress.IPv4Network("169.254.0.0/16")]
 OWN = "aaaaaaaaaaaa"

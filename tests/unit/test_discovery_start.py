@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import pytest
 
-from exotray.agent import discovery as D
+from exotray.agent.peers import discovery as D
 
 
 class FakeZeroconf:

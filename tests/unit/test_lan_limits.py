@@ -8,11 +8,12 @@ import ipaddress
 import pytest
 
 from exotray import PROTO
-from exotray.agent import links, views
+from exotray.agent import views
 from exotray.agent.base import limits as L
-from exotray.agent.discovery import PeerRecord, parse_record
 from exotray.agent.guard import RequestGuard, allowed_host
-from exotray.agent.peers import Peer, PeerTable
+from exotray.agent.peers import links
+from exotray.agent.peers.discovery import PeerRecord, parse_record
+from exotray.agent.peers.table import Peer, PeerTable
 from exotray.core.saturation import SaturationParams
 from exotray.core.schema import parse_snapshot
 
@@ -229,7 +230,7 @@ def test_a_flood_of_announcements_is_resolved_a_few_at_a_time_from_a_bounded_que
 
     from zeroconf import ServiceStateChange
 
-    from exotray.agent.discovery import SERVICE_TYPE, Discovery
+    from exotray.agent.peers.discovery import SERVICE_TYPE, Discovery
 
     async def run() -> None:
         d = Discovery(node_id="me", name="me", port=1, on_found=lambda r: None,

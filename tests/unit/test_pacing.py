@@ -12,10 +12,11 @@ import socket
 
 import pytest
 
-from exotray.agent import links, pacing
+from exotray.agent import pacing
 from exotray.agent import stream_numbers as N
 from exotray.agent.hw import onlink
-from exotray.agent.peers import PeerTable
+from exotray.agent.peers import links
+from exotray.agent.peers.table import PeerTable
 from exotray.agent.probe import ProbeSocket
 from exotray.agent.probing import Prober
 from exotray.core.queueing import LOSS, TOO_FEW_PROBES, QueueReading

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import exotray
-from exotray.agent.discovery import SERVICE_TYPE
+from exotray.agent.peers.discovery import SERVICE_TYPE
 from exotray.ui import autostart
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,13 +1,13 @@
 """The peer table on its own: no agent, no sockets, the clock and the link factory
-passed in (peers.py). Liveness as a table of (seconds since the last reply, up?)."""
+passed in (peers/table.py). Liveness as a table of (seconds since the last reply, up?)."""
 
 from __future__ import annotations
 
 import pytest
 
-from exotray.agent import links
-from exotray.agent.discovery import PeerRecord
-from exotray.agent.peers import PEER_FORGET_S, PeerTable
+from exotray.agent.peers import links
+from exotray.agent.peers.discovery import PeerRecord
+from exotray.agent.peers.table import PEER_FORGET_S, PeerTable
 from exotray.core.saturation import SaturationParams
 
 INTERVAL = 1.0

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from exotray.agent.links import new_link
 from exotray.agent.measuring import pick_link
-from exotray.agent.peers import Peer
+from exotray.agent.peers.links import new_link
+from exotray.agent.peers.table import Peer
 from exotray.core.saturation import SaturationParams
 
 

@@ -18,11 +18,12 @@ from types import SimpleNamespace
 import pytest
 from helpers import held_prober, reflected
 
-from exotray.agent import links, pacing
+from exotray.agent import pacing
 from exotray.agent import probe as P
 from exotray.agent import probe_pressure as pressure
 from exotray.agent.hw import onlink
-from exotray.agent.peers import PeerTable
+from exotray.agent.peers import links
+from exotray.agent.peers.table import PeerTable
 from exotray.agent.probing import Prober
 from exotray.core.saturation import SaturationParams
 

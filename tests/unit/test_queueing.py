@@ -1,5 +1,5 @@
 """Baseline RTT, queueing delay and saturation by queueing (core/queueing.py, the
-queueing cause of core/saturation.py, and how a link re-learns in agent/links.py).
+queueing cause of core/saturation.py, and how a link re-learns in agent/peers/links.py).
 
 Probes are fed as the agent feeds them: 4 a second, `at` = send time; the clock is the
 numbers given, nothing sleeps.
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from exotray.agent import links as linkstats
+from exotray.agent.peers import links as linkstats
 from exotray.core.queueing import (
     LOSS,
     TOO_FEW_PROBES,

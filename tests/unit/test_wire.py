@@ -28,8 +28,8 @@ def test_wire_fields_are_the_models_fields():
 
 
 def test_a_built_snapshot_round_trips_through_the_parser(tmp_path):
-    from exotray.agent.discovery import PeerRecord
     from exotray.agent.hw.sampler import NicInfo
+    from exotray.agent.peers.discovery import PeerRecord
     from exotray.agent.runtime import Agent
     from exotray.core.settings import Settings
 

@@ -1,5 +1,5 @@
 """What one resolved DNS-SD record may say: `parse_record` validates it into a
-`PeerRecord` or raises `RecordRejected(reason)` (discovery.py logs and remembers it)."""
+`PeerRecord` or raises `RecordRejected(reason)` (peers/discovery.py logs and remembers it)."""
 
 from __future__ import annotations
 

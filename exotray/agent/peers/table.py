@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 from exotray.agent.base import limits as L
 
 if TYPE_CHECKING:
-    from exotray.agent.discovery import PeerRecord
-    from exotray.agent.links import Link, Target
+    from exotray.agent.peers.discovery import PeerRecord
+    from exotray.agent.peers.links import Link, Target
     from exotray.core.schema import Snapshot
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ remembered (for `exotray status`). Liveness is *not* taken from mDNS — python-
 keeps a crashed peer's records for about 19 minutes — but from the agent's probes;
 a goodbye, though, removes the peer at once.
 
-One zeroconf instance per interface, its sockets tied to that interface (mdns_sockets.py):
+One zeroconf instance per interface, its sockets tied to that interface (peers/mdns_sockets.py):
 a record is then known to have come in on it, and only its addresses on that interface's
 subnets are taken (a host on LAN A cannot aim us at LAN B). A peer heard on several
 interfaces is one peer with the addresses of each. Every instance announces the same
@@ -35,9 +35,9 @@ from zeroconf import IPVersion, ServiceStateChange, Zeroconf
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
 from exotray import PROTO, __version__
-from exotray.agent import mdns_sockets
 from exotray.agent.base import limits as L
-from exotray.agent.discovery_records import (
+from exotray.agent.peers import mdns_sockets
+from exotray.agent.peers.records import (
     MAX_TXT_BYTES,
     Ignored,
     PeerRecord,

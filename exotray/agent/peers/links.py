@@ -24,7 +24,7 @@ Target = tuple[str, int]
 
 
 class PeerRef(Protocol):
-    """What a link knows of its peer (peers.Peer is one; links.py does not import it)."""
+    """What a link knows of its peer (peers.Peer is one; peers/links.py does not import it)."""
 
     key: str
     id: str | None

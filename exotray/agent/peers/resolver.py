@@ -8,7 +8,7 @@ import logging
 import socket
 from collections.abc import Callable
 
-from exotray.agent.peers import PeerTable
+from exotray.agent.peers.table import PeerTable
 
 log = logging.getLogger("exotray.agent.runtime")
 
