@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_line(info) + "\n")
     print(md_table(["event → observed", "seen", "median s", "max s"], rows))
     print("\nDefaults: interval 1 s, 4 probes per link per interval while the link is in "
-          "question and 1 at rest (agent/pacing.py), down after 2.5 intervals "
+          "question and 1 at rest (agent/probe/pacing.py), down after 2.5 intervals "
           "without a reply. Times for several observers are until the last one saw it.")
     path = write_json(args.name, {
         "benchmark": "lab_liveness",

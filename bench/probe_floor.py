@@ -47,7 +47,7 @@ def _free_udp_ports(n: int) -> list[int]:
 
 
 async def _run(role: str, hub: int, spokes: list[int], seconds: float) -> None:
-    from exotray.agent.probe import ProbeSocket
+    from exotray.agent.probe.udp import ProbeSocket
 
     replies = [0]
     mine = [hub] if role == "hub" else spokes

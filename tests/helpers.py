@@ -68,14 +68,14 @@ def held_prober(port: int, *, timeout_s: float, down_after_s: float,
                 on_peer_event: Callable[..., None] | None = None) -> tuple[Any, Any, Any]:
     """(table, prober, link): the agent's own PeerTable with one manual peer at
     127.0.0.1:`port`, and its Prober on a fresh loopback UDP socket whose datagrams wait
-    for the 0.25 s ticks (probe.py read_at_ticks), as in an agent. Call in a running
+    for the 0.25 s ticks (probe/udp.py read_at_ticks), as in an agent. Call in a running
     event loop; close the prober."""
     from types import SimpleNamespace
 
     from exotray.agent.hw import onlink
     from exotray.agent.peers import links
     from exotray.agent.peers.table import PeerTable
-    from exotray.agent.probing import Prober
+    from exotray.agent.probe.prober import Prober
     from exotray.core.saturation import SaturationParams
 
     kw = {"on_peer_event": on_peer_event} if on_peer_event is not None else {}

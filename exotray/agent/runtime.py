@@ -3,7 +3,7 @@ peers, links, monitor, probing, sharing, views, api, loops) and runs their ticks
 
 Loops, by name, each on a fixed schedule: tick (interval / 4: counters, probes and
 liveness, the judgement of busy links; once per interval every link, interfaces, routes,
-history, sharing and pruning — ticking.py, pacing.py), exo (3 s), resolve (10 s), and
+history, sharing and pruning — ticking.py, probe/pacing.py), exo (3 s), resolve (10 s), and
 api (uvicorn on a socket we bind ourselves).
 """
 
@@ -42,8 +42,8 @@ from exotray.agent.peers import links as linkstats
 from exotray.agent.peers.links import Link, Target
 from exotray.agent.peers.resolver import resolve_manual_peers
 from exotray.agent.peers.table import Peer, PeerTable
-from exotray.agent.probe import ProbeSocket
-from exotray.agent.probing import Prober
+from exotray.agent.probe.prober import Prober
+from exotray.agent.probe.udp import ProbeSocket
 from exotray.agent.serve import bind_pair, make_server
 from exotray.agent.sharing import PollSharing, Sharing
 from exotray.agent.sharing_stream import StreamSharing
@@ -280,7 +280,7 @@ class Agent:
     def _start_loops(self) -> None:
         """The periodic loops, (re)started on the current interval."""
         tick_s = self.ticker.period(self.interval, self.settings.probes_per_interval)
-        if self.probe is not None:  # read at the ticks where it can be (probe.py)
+        if self.probe is not None:  # read at the ticks where it can be (probe/udp.py)
             self.probe.read_at_ticks(tick_s)
         self.loops.timer("tick", tick_s, self.ticker.tick)
         self.loops.every("exo", poll_period(self.interval), self.exo.tick)  # exowatch.py
@@ -351,7 +351,7 @@ class Agent:
         if self._server is not None:
             self._server.should_exit = True
         api = self.loops.pop("api")
-        self.prober.watch()  # (no tick reads the probe socket from here: see probe.py)
+        self.prober.watch()  # (no tick reads the probe socket from here: see probe/udp.py)
         await self.loops.stop()
         # Sharing before the server: streams to peers are responses it would wait for.
         await self.sharing.stop()

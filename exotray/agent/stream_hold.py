@@ -33,7 +33,7 @@ import sys
 import termios
 from typing import Any
 
-from exotray.agent.probe_pressure import HOLD_TICK_MAX_S
+from exotray.agent.probe.pressure import HOLD_TICK_MAX_S
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ interval / SUBSAMPLES now does what is due, in this order:
 every tick   the byte counters of the links' carriers (all interfaces' where those
              cannot be read alone: hw/carriers.py; rates over a sliding interval, so
              saturation is seen within a quarter interval); the judgement (detector,
-             queueing) of the links that may be busy (pacing.py); probes to links that
+             queueing) of the links that may be busy (probe/pacing.py); probes to links that
              need the full rate; replies read, overdue probes declared lost, liveness
              moved; the frames the followed streams hold read (stream_hold.py)
 full tick    (every SUBSAMPLES-th) also the interface list, routes, every link judged
@@ -26,7 +26,6 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
-from exotray.agent import pacing
 from exotray.agent.base.throttle import Throttled
 from exotray.agent.exowatch import ExoWatch, LinkNumbers
 from exotray.agent.hw import sampler
@@ -34,7 +33,8 @@ from exotray.agent.hw.monitor import InterfaceMonitor
 from exotray.agent.peers import links as linkstats
 from exotray.agent.peers.links import Link
 from exotray.agent.peers.table import PeerTable
-from exotray.agent.probing import Prober
+from exotray.agent.probe import pacing
+from exotray.agent.probe.prober import Prober
 from exotray.agent.sharing import Sharing
 from exotray.agent.store import HistoryStore
 from exotray.core.events import EventLog

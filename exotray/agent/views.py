@@ -22,7 +22,7 @@ from exotray.core.schema import SCHEMA_VERSION, dump, on_wire, r
 if TYPE_CHECKING:
     from exotray.agent.exowatch import ExoWatch
     from exotray.agent.peers.discovery import Discovery
-    from exotray.agent.probe import ProbeSocket
+    from exotray.agent.probe.udp import ProbeSocket
 
 
 #: members listed per interface (a Docker or libvirt bridge has one per container; the

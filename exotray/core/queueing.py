@@ -23,7 +23,7 @@ keeps, per link:
   minus the baseline, never below 0. The median of a short window, not the snapshot's
   10-second `rtt_ms`, so that a queue is seen within seconds of forming. The window
   widens to hold `recent_probes` resolved probes (at most `recent_max_s`): a link at
-  rest is probed once an interval (agent/pacing.py), and its delay is then the median
+  rest is probed once an interval (agent/probe/pacing.py), and its delay is then the median
   of its last 8 probes, as a busy link's is of its last 2 s (8 probes at 4 a second).
 
 Where it cannot judge it says so instead of inventing a figure: fewer than
@@ -56,7 +56,7 @@ class QueueParams:
     bucket_quantile: float = 10.0
     recent_s: float = 2.0
     #: the recent window widens (up to `recent_max_s`) to hold this many resolved
-    #: probes: a link probed slowly at rest (agent/pacing.py) keeps 8 samples in it
+    #: probes: a link probed slowly at rest (agent/probe/pacing.py) keeps 8 samples in it
     recent_probes: int = 8
     recent_max_s: float = 8.0
     min_replies: int = 4

@@ -57,7 +57,7 @@ class Settings:
     #: a link is down after this many intervals without any probe reply
     down_after: float = 2.5
     #: probes sent per link per interval while the link is in question (down, losing,
-    #: busy: agent/pacing.py); one per interval to a link at rest
+    #: busy: agent/probe/pacing.py); one per interval to a link at rest
     probes_per_interval: int = 4
     #: the tray app notifies when peers go down and come back (links always notify)
     notify_peers: bool = True

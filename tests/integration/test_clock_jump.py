@@ -9,7 +9,7 @@ import time
 
 from helpers import AgentProc, free_port
 
-from exotray.agent import probe as probe_mod
+from exotray.agent.probe import udp as probe_mod
 from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings
 

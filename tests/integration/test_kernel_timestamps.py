@@ -14,7 +14,7 @@ def test_a_real_socket_reports_what_stamped_each_datagram():
     import sys
     import time
 
-    from exotray.agent import probe as P
+    from exotray.agent.probe import udp as P
 
     if not sys.platform.startswith("linux"):
         pytest.skip("the Linux layout is checked on a real socket; macOS: CHECKLIST.md")

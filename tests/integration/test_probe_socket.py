@@ -11,7 +11,7 @@ import time
 import pytest
 from helpers import AgentProc, free_port, wait_for
 
-from exotray.agent import probe as P
+from exotray.agent.probe import udp as P
 
 
 @pytest.fixture

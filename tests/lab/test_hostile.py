@@ -17,7 +17,7 @@ import time
 import httpx
 from helpers import wait_for
 
-from exotray.agent import probe as P
+from exotray.agent.probe import udp as P
 
 PORT = 52480
 

@@ -90,7 +90,7 @@ def test_same_network_on_two_interfaces(lab3):
     reflected = s3_1["requests_reflected"] - s3_0["requests_reflected"]
     tx_c = cc1["tx_packets"] - cc0["tx_packets"]
     tx_a = ca1["tx_packets"] - ca0["tx_packets"]
-    # at least one probe an interval (pacing.py: 4 while in question); h3 counts one when
+    # at least one probe an interval (probe/pacing.py: 4 while in question); h3 counts one when
     # its tick reads it, so one may fall either side of the window's edge
     expected = 1 * window
     assert reflected >= expected - 1, (reflected, expected)

@@ -9,7 +9,7 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exotray.agent import probe as P
+from exotray.agent.probe import udp as P
 from exotray.core.schema import REJECT_REASONS, Snapshot, SnapshotRejected, parse_snapshot
 
 OWN = "aaaaaaaaaaaa"

@@ -272,7 +272,7 @@ def test_a_flood_of_announcements_is_resolved_a_few_at_a_time_from_a_bounded_que
 
 
 def test_probes_to_addresses_that_never_answered_are_budgeted_fairly():
-    from exotray.agent.probing import Prober
+    from exotray.agent.probe.prober import Prober
 
     table, clock = _table()
     for i in range(100):

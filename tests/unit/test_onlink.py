@@ -8,10 +8,10 @@ import struct
 
 import pytest
 
-from exotray.agent import probe as P
 from exotray.agent.base.bound_http import bind_options
 from exotray.agent.hw import onlink
 from exotray.agent.hw.sampler import NicInfo
+from exotray.agent.probe import udp as P
 
 
 def nic(name: str, *nets: str, up: bool = True, loopback: bool = False) -> NicInfo:

@@ -12,8 +12,8 @@ import sys
 import httpx
 import pytest
 
-from exotray.agent import probe as P
 from exotray.agent.base.bound_http import bind_options, bound_transport
+from exotray.agent.probe import udp as P
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith(("linux", "darwin")),
                                 reason="IP_PKTINFO and interface binding: Linux and macOS")

@@ -1,4 +1,4 @@
-"""The probe rate follows need (agent/pacing.py, issue 11's CPU): a link at rest is
+"""The probe rate follows need (agent/probe/pacing.py, issue 11's CPU): a link at rest is
 probed once an interval, a link in question at every quarter-interval tick.
 
 Real UDP on loopback: our Prober's socket and a reflector's; the clock is injected and
@@ -12,13 +12,13 @@ import socket
 
 import pytest
 
-from exotray.agent import pacing
 from exotray.agent import stream_numbers as N
 from exotray.agent.hw import onlink
 from exotray.agent.peers import links
 from exotray.agent.peers.table import PeerTable
-from exotray.agent.probe import ProbeSocket
-from exotray.agent.probing import Prober
+from exotray.agent.probe import pacing
+from exotray.agent.probe.prober import Prober
+from exotray.agent.probe.udp import ProbeSocket
 from exotray.core.queueing import LOSS, TOO_FEW_PROBES, QueueReading
 from exotray.core.saturation import SaturationParams
 from exotray.core.stats import Rate

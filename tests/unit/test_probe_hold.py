@@ -1,4 +1,4 @@
-"""The probe socket read at the agent's ticks (probe.py `read_at_ticks`): where the
+"""The probe socket read at the agent's ticks (probe/udp.py `read_at_ticks`): where the
 kernel stamps receive times, nothing wakes the agent when a probe or a reply arrives;
 the tick's drain reads them, a request's wait there is subtracted by its prober, and a
 reply counts for liveness from when it arrived, not from when it was read.
@@ -18,13 +18,12 @@ from types import SimpleNamespace
 import pytest
 from helpers import held_prober, reflected
 
-from exotray.agent import pacing
-from exotray.agent import probe as P
-from exotray.agent import probe_pressure as pressure
 from exotray.agent.hw import onlink
 from exotray.agent.peers import links
 from exotray.agent.peers.table import PeerTable
-from exotray.agent.probing import Prober
+from exotray.agent.probe import pacing, pressure
+from exotray.agent.probe import udp as P
+from exotray.agent.probe.prober import Prober
 from exotray.core.saturation import SaturationParams
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),

@@ -13,7 +13,7 @@ import struct
 
 import pytest
 
-from exotray.agent.probe import (
+from exotray.agent.probe.udp import (
     SCM_TIMESTAMP_DARWIN,
     SO_TIMESTAMP_DARWIN,
     SOL_SOCKET_DARWIN,

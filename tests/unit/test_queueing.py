@@ -348,7 +348,7 @@ def test_a_slower_interval_widens_the_recent_window():
 
 
 def test_a_link_probed_once_a_second_at_rest_keeps_eight_probes_in_its_window():
-    """agent/pacing.py probes a link at rest once an interval: the recent window widens
+    """agent/probe/pacing.py probes a link at rest once an interval: the recent window widens
     to its last 8 probes (never beyond recent_max_s), so the delay stays known; once
     probed 4 a second again it is the last 2 s, as before."""
     q = QueueTracker(linkstats.queue_params(1.0))

@@ -15,7 +15,7 @@ import time
 
 from helpers import held_prober, reflected
 
-from exotray.agent import probe as P
+from exotray.agent.probe import udp as P
 
 TIMEOUT_S, DOWN_AFTER_S, STALL_S = 0.2, 0.5, 0.6
 

@@ -13,7 +13,7 @@ problem. So, for a peer address:
   interfaces or addresses change, or the link goes down.
 
 A link with any on-link interface is probed through it explicitly (IP_PKTINFO with the
-interface index, see probe.py), never through whatever the route table picks.
+interface index, see probe/udp.py), never through whatever the route table picks.
 This module holds no sockets: the agent feeds it interface lists and probe outcomes.
 """
 

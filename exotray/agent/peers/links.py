@@ -53,7 +53,7 @@ class Link:
     #: what the baseline was learned on: (local interface, peer id)
     learned_on: tuple | None = None
     was_up: bool | None = None
-    #: probed and judged at the full rate until then (pacing.py); the send time of the
+    #: probed and judged at the full rate until then (probe/pacing.py); the send time of the
     #: latest probe that was answered
     busy_until: float = -1e18
     answered_sent: float | None = None
@@ -87,7 +87,7 @@ def rtt_window_s(interval: float) -> float:
 def queue_params(interval: float) -> QueueParams:
     """The queueing delay is the median of the last 2 s, or of 2 intervals when they are
     longer (so that a slower probing still has its 8 probes in the window); of a link
-    at rest (one probe an interval, agent/pacing.py) its last 8 probes."""
+    at rest (one probe an interval, agent/probe/pacing.py) its last 8 probes."""
     return QueueParams(recent_s=max(2.0, 2 * interval), recent_max_s=max(8.0, 8 * interval))
 
 

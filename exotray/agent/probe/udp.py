@@ -1,7 +1,7 @@
 """UDP RTT probes and the reflector that answers them (the TWAMP-light idea).
 
 One UDP socket on the agent's port both answers peers' probes and sends our own, each
-the fixed 40-byte datagram of probe_format.py. The reflector fills t2 (the kernel's
+the fixed 40-byte datagram of probe/datagram.py. The reflector fills t2 (the kernel's
 receive timestamp where the OS gives one) and t3 and returns a datagram of exactly the
 request's size, so exotray can never amplify traffic. The sender computes RTT =
 (t4 - t1) - (t3 - t2), removing the reflector's own delay; t4 is again the kernel's
@@ -29,8 +29,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from exotray.agent.budget import SourceBudget
-from exotray.agent.probe_format import (  # noqa: F401 (the datagram format, re-exported)
+from exotray.agent.probe.budget import SourceBudget
+from exotray.agent.probe.datagram import (  # noqa: F401 (the datagram format, re-exported)
     IP_PKTINFO_DARWIN,
     IP_PKTINFO_LINUX,
     MAGIC,
@@ -56,7 +56,7 @@ from exotray.agent.probe_format import (  # noqa: F401 (the datagram format, re-
     tag,
     unseal,
 )
-from exotray.agent.probe_pressure import HOLD_TICK_MAX_S, WATCH_FOR_S, Pressure
+from exotray.agent.probe.pressure import HOLD_TICK_MAX_S, WATCH_FOR_S, Pressure
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ class ProbeSocket:
             "rx_kernel_stamped": 0,
             "rx_user_stamped": 0,
             # ticks that found the socket crowded (read as datagrams arrive for a while:
-            # probe_pressure.py)
+            # probe/pressure.py)
             "probe_socket_crowded": 0,
         }
 
@@ -309,7 +309,7 @@ class ProbeSocket:
             truncated = truncated or bool(flags & socket.MSG_TRUNC)
             arrived = parse_pktinfo(anc) if self._pktinfo else None
             self.datagram(data, addr, self._rx_time(anc), arrived)
-        # (what was not a reply to our own probes: see probe_pressure.py)
+        # (what was not a reply to our own probes: see probe/pressure.py)
         self._pressure.read(n - (c["replies_received"] + c["replies_bad_times"] - mine),
                             truncated)
 

@@ -6,7 +6,7 @@
 
 And the control messages around it: IP_PKTINFO, which sends a datagram out of one
 interface or says which one it arrived on, and the kernel's receive timestamp. Pure
-encoding and decoding; the socket is probe.py.
+encoding and decoding; the socket is probe/udp.py.
 """
 
 from __future__ import annotations

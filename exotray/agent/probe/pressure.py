@@ -1,4 +1,4 @@
-"""Whether the probe socket may be read only at the agent's ticks (probe.py
+"""Whether the probe socket may be read only at the agent's ticks (probe/udp.py
 `read_at_ticks`: where the kernel stamps receive times and ticks are at most
 HOLD_TICK_MAX_S apart), and when it must be read as datagrams arrive again: when what
 arrives between two ticks could fill its receive buffer, whose overflow would drop the
@@ -18,7 +18,7 @@ probes, or 90 large datagrams), while a drain reads at most 57 bytes of each. So
   64 with every peer at its full rate).
 
 Any sign reads the socket as datagrams arrive for WATCH_FOR_S, renewed while a sign
-lasts. Pure bookkeeping; the socket and its reader are probe.py's.
+lasts. Pure bookkeeping; the socket and its reader are probe/udp.py's.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ liveness, and which local interface carries each link.
 A link is attributed to the interface that has its peer on-link (found by probing when
 several have), else to the one the route table sends from (hw/onlink.py); its probes leave
 through that interface. The reflector answers an on-link requester through the
-interface its request arrived on. Owns the ProbeSocket (probe.py); reads interfaces from
+interface its request arrived on. Owns the ProbeSocket (probe/udp.py); reads interfaces from
 the monitor, links from the peer table, and tells the table of replies.
 """
 
@@ -14,13 +14,13 @@ import logging
 import socket
 from collections.abc import Callable
 
-from exotray.agent import pacing
 from exotray.agent.base import limits as L
 from exotray.agent.hw import onlink, sampler
 from exotray.agent.hw.monitor import InterfaceMonitor
 from exotray.agent.peers.links import Link, Target
 from exotray.agent.peers.table import PeerTable
-from exotray.agent.probe import ProbeSocket
+from exotray.agent.probe import pacing
+from exotray.agent.probe.udp import ProbeSocket
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class Prober:
     # -- the tick ----------------------------------------------------------------------
     def tick(self, paused: bool, full: bool = True, send: bool = True) -> None:
         """Expire old probes, send one per link (on a `full` tick; else only to links
-        that need the full rate, pacing.py), then move liveness (the only place, with
+        that need the full rate, probe/pacing.py), then move liveness (the only place, with
         replies and goodbyes, where it moves)."""
         probe = self.socket
         assert probe is not None

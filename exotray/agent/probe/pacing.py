@@ -6,7 +6,7 @@ its detector quiet — needs one RTT sample an interval and one judgement an int
 of them: `probes_per_interval` probes and a judgement at every quarter-interval tick.
 
 In question (probed at the full rate) while any of these holds:
-* it is not up, or has never answered (the unanswered ones stay rate-limited: probing.py);
+* it is not up, or has never answered (the unanswered ones stay rate-limited: probe/prober.py);
 * a probe of it is unanswered after a tick, twice its last RTT and the time the peer
   holds a request (`Link.hold_s`; a peer stopping: liveness must see two losses within
   its 2.5 intervals), or was lost since the last reply, or within the RTT window (loss
@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections import deque
 
 from exotray.agent.peers.links import Link
-from exotray.agent.probe_pressure import HOLD_TICK_MAX_S
+from exotray.agent.probe.pressure import HOLD_TICK_MAX_S
 from exotray.core.queueing import QueueParams, QueueReading
 from exotray.core.stats import Rate
 
