@@ -32,8 +32,8 @@ import exo_state as ex
 from _harness import machine_info, machine_line, md_table, write_json
 from exo_standin import StandIn
 
-from exotray.agent import exo
-from exotray.agent.exowatch import ExoWatch
+from exotray.agent.exo import state as exo
+from exotray.agent.exo.watch import ExoWatch
 from exotray.core.capacity import Capacity
 
 ME = "6a1f0c2e-93b4-4d7a-b0f1-1c2d3e4f5a60"

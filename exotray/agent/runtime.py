@@ -31,7 +31,7 @@ from exotray.agent.base.throttle import Throttled
 from exotray.agent.captest import CapacityTester
 from exotray.agent.clients import HttpClients
 from exotray.agent.eventsink import EventSink
-from exotray.agent.exowatch import ExoWatch, poll_period
+from exotray.agent.exo.watch import ExoWatch, poll_period
 from exotray.agent.hw import onlink, sampler
 from exotray.agent.hw import read as hwread
 from exotray.agent.hw.hardware import Hardware
@@ -283,7 +283,7 @@ class Agent:
         if self.probe is not None:  # read at the ticks where it can be (probe/udp.py)
             self.probe.read_at_ticks(tick_s)
         self.loops.timer("tick", tick_s, self.ticker.tick)
-        self.loops.every("exo", poll_period(self.interval), self.exo.tick)  # exowatch.py
+        self.loops.every("exo", poll_period(self.interval), self.exo.tick)  # exo/watch.py
 
     async def start(self) -> None:
         s = self.settings

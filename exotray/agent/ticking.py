@@ -16,7 +16,7 @@ full tick    (every SUBSAMPLES-th) also the interface list, routes, every link j
 
 So a link at rest costs one probe, one reflection and one judgement an interval; the
 loop wakes SUBSAMPLES times an interval for all of it (from its timer: Loops.timer).
-The exo poll (3 s, exowatch.py) and the resolver (10 s) keep timers of their own: they
+The exo poll (3 s, exo/watch.py) and the resolver (10 s) keep timers of their own: they
 wait on the network.
 """
 
@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from exotray.agent.base.throttle import Throttled
-from exotray.agent.exowatch import ExoWatch, LinkNumbers
+from exotray.agent.exo.watch import ExoWatch, LinkNumbers
 from exotray.agent.hw import sampler
 from exotray.agent.hw.monitor import InterfaceMonitor
 from exotray.agent.peers import links as linkstats

@@ -20,7 +20,7 @@ from exotray.core.events import iso
 from exotray.core.schema import SCHEMA_VERSION, dump, on_wire, r
 
 if TYPE_CHECKING:
-    from exotray.agent.exowatch import ExoWatch
+    from exotray.agent.exo.watch import ExoWatch
     from exotray.agent.peers.discovery import Discovery
     from exotray.agent.probe.udp import ProbeSocket
 

@@ -163,7 +163,7 @@ RDMA_NOTES = ("counted", "not_counted")
 
 
 class ExoInstanceRef(_Model, kw_only=True):
-    """An exo instance whose traffic this node sends over a link (agent/exo.py)."""
+    """An exo instance whose traffic this node sends over a link (agent/exo/state.py)."""
 
     id: ExoText
     model: ExoText

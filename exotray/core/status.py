@@ -77,7 +77,7 @@ def exo_lines(cluster: dict) -> list[str]:
     return ["exo: " + "; ".join(parts) + more + rdma + who + "."]
 
 
-#: how this node was told apart in exo's state without /node_id (agent/exo.py)
+#: how this node was told apart in exo's state without /node_id (agent/exo/state.py)
 _FOUND_BY = {"network": "by its address in exo's nodeNetwork",
              "ring": "by its address at its own ring slot"}
 

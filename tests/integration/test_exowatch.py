@@ -1,4 +1,4 @@
-"""The exo poll (agent/exowatch.py) against a stand-in exo HTTP server on loopback
+"""The exo poll (agent/exo/watch.py) against a stand-in exo HTTP server on loopback
 (tests/exo_standin.py), and real agents reading it: statuses, one log line per change,
 links marked, `exotray status`'s one line, nothing at all with `--exo-url ""`."""
 
@@ -17,7 +17,7 @@ import pytest
 from exo_standin import StandIn
 from helpers import AgentProc, free_port, wait_for
 
-from exotray.agent.exowatch import ExoWatch
+from exotray.agent.exo.watch import ExoWatch
 from exotray.core.capacity import Capacity
 
 NODE = "6a1f0c2e-93b4-4d7a-b0f1-1c2d3e4f5a60"
@@ -264,7 +264,7 @@ def test_jaccl_link_through_a_bridge_member_and_rdma_not_counted(tmp_path):
     know en3 is one of its members; with no RDMA counters the link says so."""
     from pathlib import Path
 
-    from exotray.agent import exo
+    from exotray.agent.exo import state as exo
 
     fix = Path(__file__).resolve().parents[1] / "fixtures" / "exo"
     w = make_watch("http://127.0.0.1:1", [], [])

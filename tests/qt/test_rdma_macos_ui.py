@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import manual_link
 
-from exotray.agent import exo
+from exotray.agent.exo import state as exo
 from exotray.agent.hw.sampler import NicInfo
 from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings

@@ -1,11 +1,11 @@
-"""Wrong path for exo (agent/exo_paths.py): one event when exo's traffic takes a link
+"""Wrong path for exo (agent/exo/paths.py): one event when exo's traffic takes a link
 while a clearly better one to the same peer is up, one when that ends."""
 
 from __future__ import annotations
 
 import pytest
 
-from exotray.agent.exo_paths import LinkFacts, SlowPaths, better
+from exotray.agent.exo.paths import LinkFacts, SlowPaths, better
 
 RING = {"id": "r1", "model": "mlx-community/Llama-3.3-70B-Instruct-4bit", "backend": "ring"}
 MB = 1e6

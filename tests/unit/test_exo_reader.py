@@ -1,4 +1,4 @@
-"""The exo reader (agent/exo.py) on fixtures built from exo's models
+"""The exo reader (agent/exo/state.py) on fixtures built from exo's models
 (tests/fixtures/exo/README.md says where each one comes from)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from exotray.agent import exo
-from exotray.agent.exo import (
+from exotray.agent.exo import state as exo
+from exotray.agent.exo.state import (
     ExoUnreadable,
     decode_state,
     link_instances,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from helpers import manual_link
 
-from exotray.agent import exo
-from exotray.agent.exowatch import ExoWatch
+from exotray.agent.exo import state as exo
+from exotray.agent.exo.watch import ExoWatch
 from exotray.agent.hw.hardware import Hardware
 from exotray.agent.hw.kinds import InterfaceClassifier
 from exotray.agent.hw.monitor import InterfaceMonitor

@@ -17,7 +17,7 @@ import pytest
 from helpers import manual_link
 from ttar import untar
 
-from exotray.agent import exo
+from exotray.agent.exo import state as exo
 from exotray.agent.hw.sampler import NicInfo
 from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings

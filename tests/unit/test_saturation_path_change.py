@@ -130,7 +130,7 @@ def test_a_bridge_cable_becoming_known_is_not_a_move(agent):
 def test_an_rdma_counted_links_clear_has_its_rdma_numbers(agent):
     """exo's JACCL over xt0 with RDMA port counters (Linux): the link's rates include
     the RDMA bytes, so does the clear when it moves (not the IP counters alone)."""
-    from exotray.agent import exo
+    from exotray.agent.exo import state as exo
 
     (link,) = agent.links.values()
     inst = exo.ExoInstance("j1", "mlx-community/Llama-3.3-70B-Instruct-4bit", "jaccl",

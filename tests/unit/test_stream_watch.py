@@ -130,7 +130,7 @@ def test_the_watch_compares_every_field_a_link_record_streams():
 def test_exo_stopping_is_built_at_once(agent):
     """While exo runs the state is always built; when it stops, its instances leave the
     links' records: a prompt change, built at the next interval, not at the heartbeat."""
-    from exotray.agent import exo
+    from exotray.agent.exo import state as exo
 
     inst = exo.ExoInstance("r1", "mlx-community/Llama-3.3-70B-Instruct-4bit", "ring",
                            neighbours=(PEERS[0],))

@@ -1,6 +1,6 @@
 """Reading exo's own account of its inference traffic (github exo-explore/exo): pure
 functions over the JSON of its API's `GET /state` and `GET /node_id`. No I/O here; the
-poll is `exowatch.py`.
+poll is `exo/watch.py`.
 
 The shapes come from exo's pydantic models (exo commit b5375f8c, June 2026):
 `src/exo/shared/types/state.py` (`State`: camelCase aliases, `instances`,

@@ -1,6 +1,6 @@
 """The local exo node, polled: which of our links its inference traffic takes, whether a
-better link to the same peer sits idle, and its RDMA traffic (exo.py reads exo's JSON,
-exo_paths.py decides the slow paths, hw/rdma.py reads RDMA counters).
+better link to the same peer sits idle, and its RDMA traffic (exo/state.py reads exo's JSON,
+exo/paths.py decides the slow paths, hw/rdma.py reads RDMA counters).
 
 Off the hot path: its own loop ("exo", every `poll_period`), one short-timeout HTTP
 client on loopback, JSON parsing and file/command reads in a worker thread. An absent exo
@@ -25,9 +25,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from exotray.agent import exo
 from exotray.agent.base.throttle import Throttled
-from exotray.agent.exo_paths import LinkFacts, SlowPaths
+from exotray.agent.exo import state as exo
+from exotray.agent.exo.paths import LinkFacts, SlowPaths
 from exotray.agent.hw import rdma
 from exotray.core import capacity as cap
 from exotray.core.stats import Rate
