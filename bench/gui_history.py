@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _harness import free_port, get_json, machine_info, machine_line, md_table, write_json
 from history_db import DAY, fill
 
-from exotray.agent.historydb import HistoryDB
+from exotray.agent.history.db import HistoryDB
 from exotray.agent.peers.links import link_id
 from exotray.core.history import LINK_COLUMNS
 

@@ -1,4 +1,4 @@
-"""Size and cost of the agent's history database (exotray/agent/historydb.py) at steady
+"""Size and cost of the agent's history database (exotray/agent/history/db.py) at steady
 state: N links (and a few interfaces) kept for D days at the tier rates.
 
     .venv/bin/python bench/history_db.py [--links 8] [--ifaces 4] [--days 30] [--interval 1]
@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _harness import machine_info, machine_line, md_table, write_json
 
-from exotray.agent.historydb import HistoryDB, open_or_replace
-from exotray.agent.historyschema import KINDS, RANKS, numeric, scale
+from exotray.agent.history.db import HistoryDB, open_or_replace
+from exotray.agent.history.schema import KINDS, RANKS, numeric, scale
 from exotray.core.history import IFACE_COLUMNS, LINK_COLUMNS
 
 DAY = 86400.0
@@ -108,7 +108,7 @@ def loop_lag(state: Path, days: float, end: float) -> dict[str, float]:
     """How late a 10 ms asyncio sleep wakes, idle and while the store's thread answers
     30-day queries back to back (through HistoryStore, as the API does)."""
     from exotray.agent.base.throttle import Throttled
-    from exotray.agent.store import HistoryStore
+    from exotray.agent.history.store import HistoryStore
 
     async def probe(seconds: float) -> list[float]:
         lags = []

@@ -24,9 +24,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from exotray.agent import captest, control, store
+from exotray.agent import captest, control
 from exotray.agent.base.keys import SIGNATURE_HEADER, ClusterKeyError, sign, signed_by
 from exotray.agent.guard import RequestGuard
+from exotray.agent.history import store
 from exotray.agent.shared_view import SharedView
 from exotray.core.events import EventLog
 from exotray.core.settings import Settings, SettingsError

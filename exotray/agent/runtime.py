@@ -30,8 +30,9 @@ from exotray.agent.base.statedir import StartError, StateDirError, load_node_id,
 from exotray.agent.base.throttle import Throttled
 from exotray.agent.captest import CapacityTester
 from exotray.agent.clients import HttpClients
-from exotray.agent.eventsink import EventSink
 from exotray.agent.exo.watch import ExoWatch, poll_period
+from exotray.agent.history.eventsink import EventSink
+from exotray.agent.history.store import HistoryStore
 from exotray.agent.hw import onlink, sampler
 from exotray.agent.hw import read as hwread
 from exotray.agent.hw.hardware import Hardware
@@ -47,7 +48,6 @@ from exotray.agent.probe.udp import ProbeSocket
 from exotray.agent.serve import bind_pair, make_server
 from exotray.agent.sharing import PollSharing, Sharing
 from exotray.agent.sharing_stream import StreamSharing
-from exotray.agent.store import HistoryStore
 from exotray.agent.stream_watch import Watch
 from exotray.agent.ticking import Ticker
 from exotray.core import paths

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 
 from exotray.agent.base.throttle import Throttled
 from exotray.agent.exo.watch import ExoWatch, LinkNumbers
+from exotray.agent.history.store import HistoryStore
 from exotray.agent.hw import sampler
 from exotray.agent.hw.monitor import InterfaceMonitor
 from exotray.agent.peers import links as linkstats
@@ -36,7 +37,6 @@ from exotray.agent.peers.table import PeerTable
 from exotray.agent.probe import pacing
 from exotray.agent.probe.prober import Prober
 from exotray.agent.sharing import Sharing
-from exotray.agent.store import HistoryStore
 from exotray.core.events import EventLog
 
 log = logging.getLogger("exotray.agent.runtime")

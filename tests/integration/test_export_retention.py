@@ -10,7 +10,7 @@ import time
 from helpers import AgentProc, free_port
 
 from exotray import cli, cli_reads
-from exotray.agent.historydb import HistoryDB
+from exotray.agent.history.db import HistoryDB
 from exotray.agent.peers.links import link_id
 from exotray.core.history import LINK_COLUMNS
 

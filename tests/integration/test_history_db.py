@@ -15,7 +15,7 @@ import httpx
 import pytest
 from helpers import AgentProc, free_port, wait_for
 
-from exotray.agent import historydb
+from exotray.agent.history import db as historydb
 from exotray.core.events import iso
 
 DAY = 86400.0

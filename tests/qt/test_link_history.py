@@ -20,7 +20,7 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
-from exotray.agent.historydb import HistoryDB
+from exotray.agent.history.db import HistoryDB
 from exotray.agent.peers.links import link_id
 from exotray.core.history import LINK_COLUMNS
 from exotray.ui.client import AgentClient

@@ -7,7 +7,7 @@ import json
 
 from exotray.agent.base.limits import EVENTS_FILE_MAX_BYTES
 from exotray.agent.base.throttle import Throttled
-from exotray.agent.eventsink import EventSink
+from exotray.agent.history.eventsink import EventSink
 
 
 def _event(i: int) -> dict:

@@ -10,7 +10,7 @@ import logging
 import pytest
 
 from exotray.agent.base.throttle import Throttled
-from exotray.agent.store import HistoryStore
+from exotray.agent.history.store import HistoryStore
 from exotray.cli_args import build_parser, settings_from_args
 from exotray.core.settings import Settings, SettingsError, from_mapping
 

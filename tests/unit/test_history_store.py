@@ -1,4 +1,4 @@
-"""The agent's history store (agent/store.py): the rings' newest rows and the events go
+"""The agent's history store (agent/history/store.py): the rings' newest rows and the events go
 to the database through its one thread; damage found while running is set aside and a
 fresh file taken; reads wait for what is queued."""
 
@@ -9,9 +9,9 @@ import logging
 import sqlite3
 from types import SimpleNamespace
 
-from exotray.agent import store as store_mod
 from exotray.agent.base.throttle import Throttled
-from exotray.agent.store import HistoryStore
+from exotray.agent.history import store as store_mod
+from exotray.agent.history.store import HistoryStore
 from exotray.core.events import EventLog
 from exotray.core.history import IFACE_COLUMNS, LINK_COLUMNS, Ring
 

@@ -1,4 +1,4 @@
-"""The history database (agent/historydb.py) with time given by the test: tiers keep a
+"""The history database (agent/history/db.py) with time given by the test: tiers keep a
 short peak, retention deletes, a range picks its tier and is bounded, bad files are set
 aside, schemas migrate."""
 
@@ -9,8 +9,8 @@ import sqlite3
 
 import pytest
 
-from exotray.agent import historyschema
-from exotray.agent.historydb import HistoryDB, open_or_replace
+from exotray.agent.history import schema as historyschema
+from exotray.agent.history.db import HistoryDB, open_or_replace
 from exotray.core.events import EventLog
 from exotray.core.history import IFACE_COLUMNS, LINK_COLUMNS, Ring
 

@@ -1,6 +1,6 @@
 """The history database's schema and file: tables per kind and tier, the version and
 its migrations, columns added since a file was made, and moving a bad file aside.
-See historydb.py for what is stored and why."""
+See history/db.py for what is stored and why."""
 
 from __future__ import annotations
 

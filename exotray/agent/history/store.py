@@ -1,4 +1,4 @@
-"""The agent's side of the history database (historydb.py): one worker thread does all
+"""The agent's side of the history database (history/db.py): one worker thread does all
 SQLite work, so the event loop never waits on the disk and there is a single writer.
 
 Once per interval the sample tick hands over the newest row of every link's and
@@ -21,8 +21,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from exotray.agent import historydb
 from exotray.agent.base.throttle import Throttled
+from exotray.agent.history import db as historydb
 from exotray.core.history import TEXT_COLUMNS
 
 if TYPE_CHECKING:

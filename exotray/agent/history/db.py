@@ -1,7 +1,7 @@
 """The agent's history on disk: one SQLite database (WAL) in the state dir, per link and
 per interface, in tiers, and every event.
 
-Synchronous and single-threaded by design: `store.py` owns the one thread that calls it
+Synchronous and single-threaded by design: `history/store.py` owns the one thread that calls it
 (writes once per interval, reads for the API), so there is one writer and no lock. Every
 method that depends on time takes it (`now`, unix seconds): no clock of its own.
 
@@ -14,7 +14,7 @@ in the same transaction, so a kill never loses or doubles a bucket).
 Values are stored as integers at a fixed resolution (`scale`): µs for milliseconds,
 bytes/s for rates, 1e-4 for ratios; SQLite keeps small integers in 1-4 bytes where a REAL
 takes 8. Columns come from `core.history.LINK_COLUMNS` / `IFACE_COLUMNS`: a column added
-there is added to every tier's table at the next open (historyschema.py).
+there is added to every tier's table at the next open (history/schema.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from exotray.agent.historyschema import (
+from exotray.agent.history.schema import (
     KINDS,
     RANKS,
     Corrupt,
