@@ -150,7 +150,7 @@ class FieldTally(threading.Thread):
         self.error = ""
 
     def run(self) -> None:
-        from exotray.agent import stream_wire as W  # the interpreter's exotray (PYTHONPATH)
+        from exotray.agent.share import wire as W  # the interpreter's exotray (PYTHONPATH)
         if not self.base.startswith("http://127.0.0.1:"):
             raise ValueError(f"refusing non-loopback URL {self.base!r}")
         url = f"{self.base}/v1/stream?nonce={secrets.token_hex(16)}&v={W.VERSION}"

@@ -10,7 +10,7 @@ What it measures
     RSS (MiB, before / highest / after), its CPU seconds over the burst, and how many
     bytes a reader could read afterwards.
     Two servers: "whole" renders the view for every request and writes it whole (the
-    code before shared_view.py: starlette's JSONResponse), "shared" is the agent's
+    code before share/cluster_view.py: starlette's JSONResponse), "shared" is the agent's
     /v1/cluster today (one rendering per quarter second, sent in 64 KiB pieces).
     Loopback only; no agent, no mDNS, nothing leaves this machine.
 
@@ -57,7 +57,7 @@ class Stub:
         return 0.0
 
 app = create_app(Stub(), CollectorRegistry)
-if mode == "whole":  # as before shared_view.py
+if mode == "whole":  # as before share/cluster_view.py
     async def cluster(request):
         return JSONResponse(Stub().cluster())
     app.router.routes[:] = [Route("/v1/cluster", cluster)]

@@ -1,5 +1,5 @@
 """What the stream producer's turn costs an interval: building this node's state against
-asking the watch first (agent/stream_watch.py), in-process, 8 and 64 links at rest.
+asking the watch first (agent/share/watch.py), in-process, 8 and 64 links at rest.
 
 What it measures
     For each N in --links, one real Agent (no sockets: its parts only, as the unit tests
@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _harness import machine_info, machine_line, md_table, write_json
 
-from exotray.agent import stream_wire as W
 from exotray.agent.hw.sampler import NicInfo
 from exotray.agent.runtime import Agent
+from exotray.agent.share import wire as W
 from exotray.core.settings import Settings
 
 IFACE = "xt0"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 
-from exotray.agent import stream_wire as W
+from exotray.agent.share import wire as W
 
 PEER_ID = "bbbbbbbbbbbb"
 

@@ -28,7 +28,7 @@ from exotray.agent import captest, control
 from exotray.agent.base.keys import SIGNATURE_HEADER, ClusterKeyError, sign, signed_by
 from exotray.agent.guard import RequestGuard
 from exotray.agent.history import store
-from exotray.agent.shared_view import SharedView
+from exotray.agent.share.cluster_view import SharedView
 from exotray.core.events import EventLog
 from exotray.core.settings import Settings, SettingsError
 
@@ -137,7 +137,7 @@ def lazy_registry(source: Any) -> Callable[[], CollectorRegistry]:
 def create_app(agent: Services, registry: Callable[[], CollectorRegistry],
                sharing_routes: Sequence[BaseRoute] = ()) -> Starlette:
     """The API; `registry` makes /metrics' registry (at the first scrape: lazy_registry),
-    `sharing_routes` are the sharing protocol's own endpoints (sharing.py)."""
+    `sharing_routes` are the sharing protocol's own endpoints (share/poll.py)."""
     made: list[CollectorRegistry] = []
     async def snapshot(request: Request) -> JSONResponse:
         resp = JSONResponse(agent.snapshot())

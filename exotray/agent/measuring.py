@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from exotray.agent.captest import CapacityTester
-from exotray.agent.clients import HttpClients
 from exotray.agent.hw import sampler
 from exotray.agent.hw.monitor import InterfaceMonitor
 from exotray.agent.peers.links import Link
+from exotray.agent.share.clients import HttpClients
 
 log = logging.getLogger("exotray.agent.runtime")
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from exotray.agent.hw.monitor import InterfaceMonitor
     from exotray.agent.peers.links import Link, Target
     from exotray.agent.probe.udp import ProbeSocket
-    from exotray.agent.sharing import Sharing
+    from exotray.agent.share.poll import Sharing
     from exotray.core.events import EventLog
     from exotray.core.settings import Settings
 

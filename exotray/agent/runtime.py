@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from exotray import __version__
-from exotray.agent import control, views
+from exotray.agent import control
 from exotray.agent.api import create_app, lazy_registry
 from exotray.agent.base import trim
 from exotray.agent.base.keys import SIGNATURE_HEADER, ClusterKeyError, load_key, sign
@@ -29,7 +29,6 @@ from exotray.agent.base.loops import Loops
 from exotray.agent.base.statedir import StartError, StateDirError, load_node_id, lock_state_dir
 from exotray.agent.base.throttle import Throttled
 from exotray.agent.captest import CapacityTester
-from exotray.agent.clients import HttpClients
 from exotray.agent.exo.watch import ExoWatch, poll_period
 from exotray.agent.history.eventsink import EventSink
 from exotray.agent.history.store import HistoryStore
@@ -46,9 +45,11 @@ from exotray.agent.peers.table import Peer, PeerTable
 from exotray.agent.probe.prober import Prober
 from exotray.agent.probe.udp import ProbeSocket
 from exotray.agent.serve import bind_pair, make_server
-from exotray.agent.sharing import PollSharing, Sharing
-from exotray.agent.sharing_stream import StreamSharing
-from exotray.agent.stream_watch import Watch
+from exotray.agent.share import views
+from exotray.agent.share.clients import HttpClients
+from exotray.agent.share.poll import PollSharing, Sharing
+from exotray.agent.share.stream import StreamSharing
+from exotray.agent.share.watch import Watch
 from exotray.agent.ticking import Ticker
 from exotray.core import paths
 from exotray.core.events import EventLog
@@ -202,7 +203,7 @@ class Agent:
             own=lambda: self.ticker.own.peak,
             now=lambda: self.ticker.last_sample or self.clock())
 
-    # -- reads (pure: see views.py) ------------------------------------------------------
+    # -- reads (pure: see share/views.py) ------------------------------------------------------
     def link_dict(self, link: Link, now: float) -> dict[str, Any]:
         return views.link_dict(link, now, self.monitor, self.exo)
 

@@ -9,7 +9,7 @@ every tick   the byte counters of the links' carriers (all interfaces' where tho
              saturation is seen within a quarter interval); the judgement (detector,
              queueing) of the links that may be busy (probe/pacing.py); probes to links that
              need the full rate; replies read, overdue probes declared lost, liveness
-             moved; the frames the followed streams hold read (stream_hold.py)
+             moved; the frames the followed streams hold read (share/hold.py)
 full tick    (every SUBSAMPLES-th) also the interface list, routes, every link judged
              and probed, history rows, this node's stream frame, sharing's tick and
              pruning
@@ -36,7 +36,7 @@ from exotray.agent.peers.links import Link
 from exotray.agent.peers.table import PeerTable
 from exotray.agent.probe import pacing
 from exotray.agent.probe.prober import Prober
-from exotray.agent.sharing import Sharing
+from exotray.agent.share.poll import Sharing
 from exotray.core.events import EventLog
 
 log = logging.getLogger("exotray.agent.runtime")

@@ -325,7 +325,7 @@ def replace(record: Any, **changes: Any) -> Any:
 
 
 # -- the wire format, defined once --------------------------------------------------------
-# This node builds its snapshot from these names (agent/views.py checks every dict it
+# This node builds its snapshot from these names (agent/share/views.py checks every dict it
 # builds against them), and peers parse it with the models above: a field added to one
 # side and not the other fails at once, in any test that builds a snapshot.
 

@@ -13,9 +13,9 @@ import httpx
 import pytest
 from helpers import AgentProc, free_port
 
-from exotray.agent import stream_wire as W
 from exotray.agent.probe import udp as P
 from exotray.agent.runtime import Agent
+from exotray.agent.share import wire as W
 from exotray.core.settings import Settings
 
 

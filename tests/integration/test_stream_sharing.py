@@ -19,7 +19,7 @@ import pytest
 from helpers import AgentProc, free_port, wait_for
 from stream_frames import delta, full, snapshot
 
-from exotray.agent import stream_wire as W
+from exotray.agent.share import wire as W
 
 KEY = b"correct horse battery staple 42"
 

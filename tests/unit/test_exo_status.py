@@ -112,7 +112,7 @@ def test_exo_marks_travel_in_stream_deltas():
 
     from stream_frames import snapshot
 
-    from exotray.agent import stream_wire as W
+    from exotray.agent.share import wire as W
 
     snap = snapshot(links=2)
     m = W.Mirror("aaaaaaaaaaaa", None)

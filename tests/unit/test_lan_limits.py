@@ -8,12 +8,12 @@ import ipaddress
 import pytest
 
 from exotray import PROTO
-from exotray.agent import views
 from exotray.agent.base import limits as L
 from exotray.agent.guard import RequestGuard, allowed_host
 from exotray.agent.peers import links
 from exotray.agent.peers.discovery import PeerRecord, parse_record
 from exotray.agent.peers.table import Peer, PeerTable
+from exotray.agent.share import views
 from exotray.core.saturation import SaturationParams
 from exotray.core.schema import parse_snapshot
 

@@ -12,13 +12,13 @@ import socket
 
 import pytest
 
-from exotray.agent import stream_numbers as N
 from exotray.agent.hw import onlink
 from exotray.agent.peers import links
 from exotray.agent.peers.table import PeerTable
 from exotray.agent.probe import pacing
 from exotray.agent.probe.prober import Prober
 from exotray.agent.probe.udp import ProbeSocket
+from exotray.agent.share import numbers as N
 from exotray.core.queueing import LOSS, TOO_FEW_PROBES, QueueReading
 from exotray.core.saturation import SaturationParams
 from exotray.core.stats import Rate

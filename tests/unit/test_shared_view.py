@@ -7,7 +7,7 @@ import asyncio
 import json
 
 from exotray.agent.base import limits as L
-from exotray.agent.shared_view import PIECE, SharedView
+from exotray.agent.share.cluster_view import PIECE, SharedView
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""A followed stream's frames wait in the kernel for the agent's tick (stream_hold.py):
+"""A followed stream's frames wait in the kernel for the agent's tick (share/hold.py):
 on a real TCP connection over loopback watched by the real event loop (epoll), a small
 frame is not seen until a tick lets it through, a large one at once, and a connection
 let go is read as data arrives again. Linux only (SO_RCVLOWAT's epoll behaviour); the
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from exotray.agent import stream_hold as H
+from exotray.agent.share import hold as H
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="SO_RCVLOWAT holds epoll's readiness on Linux")

@@ -10,8 +10,8 @@ import copy
 import pytest
 from stream_frames import IFACE, snapshot
 
-from exotray.agent import stream_numbers as N
-from exotray.agent import stream_wire as W
+from exotray.agent.share import numbers as N
+from exotray.agent.share import wire as W
 from exotray.core.schema import SnapshotRejected, dump
 
 

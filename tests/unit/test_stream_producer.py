@@ -10,8 +10,8 @@ import time
 
 from stream_frames import snapshot
 
-from exotray.agent import stream_wire as W
-from exotray.agent.stream_serve import MAX_QUEUE, Producer, StreamEndpoint
+from exotray.agent.share import wire as W
+from exotray.agent.share.serve import MAX_QUEUE, Producer, StreamEndpoint
 
 
 class _Node:

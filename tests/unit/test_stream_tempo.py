@@ -13,9 +13,9 @@ import json
 import pytest
 from stream_frames import snapshot
 
-from exotray.agent import stream_numbers as N
-from exotray.agent import stream_wire as W
-from exotray.agent.stream_serve import Producer, StreamEndpoint
+from exotray.agent.share import numbers as N
+from exotray.agent.share import wire as W
+from exotray.agent.share.serve import Producer, StreamEndpoint
 
 
 @pytest.mark.parametrize(("field", "new", "last", "prompt"), [

@@ -1,5 +1,5 @@
 """The stream's producer builds this node's state only when a prompt change may be in
-it, or for the heartbeat (agent/stream_watch.py): the watch never says "nothing" when
+it, or for the heartbeat (agent/share/watch.py): the watch never says "nothing" when
 building would have found a prompt change, and at rest it saves the build.
 
 The real Agent, its parts and its producer with one subscriber; the interface counters
@@ -14,9 +14,9 @@ import random
 import pytest
 from helpers import counted_agent, manual_link
 
-from exotray.agent import stream_watch
-from exotray.agent import stream_wire as W
 from exotray.agent.hw.sampler import NicInfo
+from exotray.agent.share import watch as stream_watch
+from exotray.agent.share import wire as W
 from exotray.core import schema
 
 IFACE = "xt0"

@@ -11,7 +11,7 @@ import json
 import pytest
 from stream_frames import snapshot
 
-from exotray.agent import stream_wire as W
+from exotray.agent.share import wire as W
 from exotray.core import schema
 from exotray.core.schema import SnapshotRejected, parse_snapshot
 

@@ -47,7 +47,7 @@ class Peer:
     mdns_targets: list[Target] = field(default_factory=list)
     id: str | None = None
     name: str | None = None
-    #: what sharing last received from this peer (sharing.py writes these)
+    #: what sharing last received from this peer (share/poll.py writes these)
     snapshot: Snapshot | None = None
     snapshot_at: float | None = None
     reachable: bool = False

@@ -1,8 +1,8 @@
 """The serving side of stream sharing (docs/design.md, "Stream sharing"): this node's
 stream (`Producer`: the state subscribers mirror, a delta when something moved promptly
 or a heartbeat is due, encoded once for all of them, bounded queues) and
-`GET /v1/stream` (`StreamEndpoint`). The following side is sharing_stream.py; the bytes
-are stream_wire.py.
+`GET /v1/stream` (`StreamEndpoint`). The following side is share/stream.py; the bytes
+are share/wire.py.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from exotray.agent import stream_wire as W
+from exotray.agent.share import wire as W
 
 if TYPE_CHECKING:
-    from exotray.agent.stream_watch import Watch
+    from exotray.agent.share.watch import Watch
 
 STREAM_PATH = "/v1/stream"
 STREAM_ID_HEADER = "x-exotray-stream"
@@ -47,7 +47,7 @@ class Producer:
                  own: Callable[[], float] = lambda: 0.0, watch: Watch | None = None,
                  ) -> None:
         self._snapshot = snapshot
-        #: whether a prompt change may be in the state (stream_watch.py); None: always
+        #: whether a prompt change may be in the state (share/watch.py); None: always
         #: build to find out
         self._watch = watch
         self._own = own  # this agent's own traffic lately, bytes/s (pacing.OwnTraffic.peak)

@@ -21,7 +21,7 @@ import hmac
 import json
 from typing import Any
 
-from exotray.agent import stream_numbers as N
+from exotray.agent.share import numbers as N
 from exotray.core import schema
 from exotray.core.schema import MAX_SNAPSHOT_BYTES, SnapshotRejected, dump, parse_snapshot
 

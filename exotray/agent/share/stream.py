@@ -1,9 +1,9 @@
 """StreamSharing: one long-lived connection per peer, a full snapshot then deltas
-(docs/design.md, "Stream sharing"; the bytes are in stream_wire.py).
+(docs/design.md, "Stream sharing"; the bytes are in share/wire.py).
 
-Serving (stream_serve.py): `GET /v1/stream?nonce=HEX&v=3` answers with frames: a delta
+Serving (share/serve.py): `GET /v1/stream?nonce=HEX&v=3` answers with frames: a delta
 built from this node's snapshot when something moved promptly, else a heartbeat every
-few intervals (stream_numbers.py: the tempo), encoded once for every subscriber (with a
+few intervals (share/numbers.py: the tempo), encoded once for every subscriber (with a
 cluster key only the signature differs). A subscriber that does not read fills
 its bounded queue, is dropped and resyncs with a full snapshot when it reconnects; the
 producer never waits.
@@ -27,14 +27,14 @@ from collections.abc import Callable
 import httpx
 from starlette.routing import BaseRoute, Route
 
-from exotray.agent import stream_wire as W
 from exotray.agent.base.throttle import Throttled
-from exotray.agent.clients import HttpClients
 from exotray.agent.peers.table import Peer, PeerTable
-from exotray.agent.sharing import PollSharing
-from exotray.agent.stream_hold import StreamHold
-from exotray.agent.stream_serve import STREAM_ID_HEADER, STREAM_PATH, Producer, StreamEndpoint
-from exotray.agent.stream_watch import Watch
+from exotray.agent.share import wire as W
+from exotray.agent.share.clients import HttpClients
+from exotray.agent.share.hold import StreamHold
+from exotray.agent.share.poll import PollSharing
+from exotray.agent.share.serve import STREAM_ID_HEADER, STREAM_PATH, Producer, StreamEndpoint
+from exotray.agent.share.watch import Watch
 from exotray.core.schema import Snapshot, SnapshotRejected
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class StreamSharing:
             self.producer.publish()
 
     def at_tick(self, tick_s: float) -> None:
-        """At every tick: what the followed streams hold is read now (stream_hold.py)."""
+        """At every tick: what the followed streams hold is read now (share/hold.py)."""
         self.hold.tick(tick_s)
         self.counters["stream_sockets_held"] = len(self.hold)
 

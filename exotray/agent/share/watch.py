@@ -1,7 +1,7 @@
 """Whether this node's stream needs its state built this interval (issue 11's CPU).
 
-The producer (stream_serve.py) sends a frame only for a prompt change or at the
-heartbeat (stream_numbers.py: the tempo). Building the state to find out — this node's
+The producer (share/serve.py) sends a frame only for a prompt change or at the
+heartbeat (share/numbers.py: the tempo). Building the state to find out — this node's
 whole snapshot, every number held against what subscribers have — costs 2.6 ms an
 interval at 64 links (bench/stream_turn.py), for a frame that goes out one interval in
 five. `Watch.moved` says, from what the agent already holds, whether a prompt change
@@ -33,9 +33,9 @@ import operator
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from exotray.agent import stream_numbers as N
-from exotray.agent import stream_wire as W
 from exotray.agent.peers.links import Link, queue_reading
+from exotray.agent.share import numbers as N
+from exotray.agent.share import wire as W
 from exotray.core.schema import r
 
 #: a link's fields compared as they are (a change is prompt)

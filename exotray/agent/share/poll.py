@@ -25,8 +25,8 @@ from starlette.routing import BaseRoute
 
 from exotray.agent.base.keys import SIGNATURE_HEADER, signed_by
 from exotray.agent.base.throttle import Throttled
-from exotray.agent.clients import HttpClients
 from exotray.agent.peers.table import Peer, PeerTable
+from exotray.agent.share.clients import HttpClients
 from exotray.core.schema import MAX_SNAPSHOT_BYTES, SnapshotRejected, parse_snapshot
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class Sharing(Protocol):
 
     def at_tick(self, tick_s: float) -> None:
         """At every tick of the agent (`tick_s` apart): what arrived on the connections
-        it follows and waits for a tick is read now (stream_hold.py)."""
+        it follows and waits for a tick is read now (share/hold.py)."""
 
     async def stop(self) -> None:
         """End every connection and task it started."""
