@@ -2,7 +2,7 @@
 
 What it measures
     The agent's HTTP server as the agent builds it (api.create_app behind serve.make_server:
-    uvicorn h11 with guard.py's limits and send timeout) in a process of its own, on
+    uvicorn h11 with http/guard.py's limits and send timeout) in a process of its own, on
     127.0.0.1, serving the largest cluster view the limits allow (bench/tray_big_view.py's
     build_view: 129 nodes, 64 links and 32 interfaces each, ~5 MB) from a stub agent.
     N clients (default 100) each ask for /v1/cluster with a 4 KB receive buffer and do
@@ -43,8 +43,8 @@ sys.path.insert(0, sys.argv[3])
 from prometheus_client import CollectorRegistry
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from exotray.agent.api import create_app
-from exotray.agent.serve import make_server
+from exotray.agent.http.api import create_app
+from exotray.agent.http.serve import make_server
 from tray_big_view import build_view
 mode, port = sys.argv[1], int(sys.argv[2])
 view = build_view(128)

@@ -21,30 +21,30 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from exotray import __version__
-from exotray.agent import control
-from exotray.agent.api import create_app, lazy_registry
 from exotray.agent.base import trim
 from exotray.agent.base.keys import SIGNATURE_HEADER, ClusterKeyError, load_key, sign
 from exotray.agent.base.loops import Loops
 from exotray.agent.base.statedir import StartError, StateDirError, load_node_id, lock_state_dir
 from exotray.agent.base.throttle import Throttled
-from exotray.agent.captest import CapacityTester
 from exotray.agent.exo.watch import ExoWatch, poll_period
 from exotray.agent.history.eventsink import EventSink
 from exotray.agent.history.store import HistoryStore
+from exotray.agent.http import control
+from exotray.agent.http.api import create_app, lazy_registry
+from exotray.agent.http.captest import CapacityTester
+from exotray.agent.http.measuring import measure, pick_link
+from exotray.agent.http.serve import bind_pair, make_server
 from exotray.agent.hw import onlink, sampler
 from exotray.agent.hw import read as hwread
 from exotray.agent.hw.hardware import Hardware
 from exotray.agent.hw.kinds import InterfaceClassifier
 from exotray.agent.hw.monitor import InterfaceMonitor
-from exotray.agent.measuring import measure, pick_link
 from exotray.agent.peers import links as linkstats
 from exotray.agent.peers.links import Link, Target
 from exotray.agent.peers.resolver import resolve_manual_peers
 from exotray.agent.peers.table import Peer, PeerTable
 from exotray.agent.probe.prober import Prober
 from exotray.agent.probe.udp import ProbeSocket
-from exotray.agent.serve import bind_pair, make_server
 from exotray.agent.share import views
 from exotray.agent.share.clients import HttpClients
 from exotray.agent.share.poll import PollSharing, Sharing

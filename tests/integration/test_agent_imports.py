@@ -15,7 +15,7 @@ from exotray.agent.hw import ethtool as hw_ethtool
 PROBE = """
 import json, sys
 import exotray.cli, exotray.agent.runtime
-from exotray.agent import hw_ethtool
+from exotray.agent.hw import ethtool as hw_ethtool
 before = sorted(m for m in ("pydantic", "prometheus_client", "pyroute2", "pygments", "rich")
                 if m in sys.modules)
 assert sys.modules.get("httpx._main") is None and "httpx" in sys.modules

@@ -237,7 +237,7 @@ def test_streams_of_a_pinned_link_leave_through_its_interface(tmp_path):
     import errno
 
     from exotray.agent.base.bound_http import bind_options
-    from exotray.agent.captest import CapacityTester
+    from exotray.agent.http.captest import CapacityTester
 
     if not sys.platform.startswith("linux"):
         pytest.skip("SO_BINDTODEVICE is Linux's; macOS: CHECKLIST.md")
@@ -266,7 +266,7 @@ def test_a_grant_that_cannot_open_its_listener_leaves_the_slot_free(monkeypatch)
     """Out of fds, or cancelled while opening: the responder must not stay 'busy'."""
     import asyncio
 
-    from exotray.agent import captest as C
+    from exotray.agent.http import captest as C
 
     async def boom(*a, **k):
         raise OSError(24, "Too many open files")

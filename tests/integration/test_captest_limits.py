@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from exotray.agent import captest as C
 from exotray.agent.base import limits as L
+from exotray.agent.http import captest as C
 
 
 class Clock:

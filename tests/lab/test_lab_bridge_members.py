@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from exotray.agent import hw_linux as hw
+from exotray.agent.hw import linux as hw
 bridge, peers = sys.argv[2], sys.argv[3:]
 print(json.dumps({
     "members": hw.bridge_members(bridge),

@@ -1,5 +1,5 @@
 """Issue 18: what one ordinary host on the LAN can do to an agent, done in the lab, and
-what the agent does about it (base/limits.py, guard.py). Each test does the attack, bounded
+what the agent does about it (base/limits.py, http/guard.py). Each test does the attack, bounded
 in count and time, and shows the fix; the figures it prints go to docs/benchmarks.md.
 
 - mDNS flood (findings 1, 2, 3): a thousand announced services, one with 100 addresses,

@@ -126,7 +126,7 @@ def test_export_button_writes_the_links_history(qtbot, app, tmp_path):
 
 def test_measure_capacity_button(qtbot, app, agents):
     # Both ends up first: the far agent grants a capacity test only to an address whose
-    # link answers its own probes (captest.py), and b may not have heard a yet.
+    # link answers its own probes (http/captest.py), and b may not have heard a yet.
     for agent in agents:
         assert wait_for(lambda ag=agent: any(lk["state"] != "down"
                                              for lk in ag.get("/v1/snapshot")["links"]), 10)

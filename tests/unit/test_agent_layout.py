@@ -79,7 +79,7 @@ def test_imports_go_one_way():
 
 
 def test_the_api_does_not_know_the_agent():
-    deps = _imports()["exotray.agent.api"] | _imports()["exotray.agent.metrics"]
+    deps = _imports()["exotray.agent.http.api"] | _imports()["exotray.agent.http.metrics"]
     assert "exotray.agent.runtime" not in deps
 
 

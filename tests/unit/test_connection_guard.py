@@ -1,4 +1,4 @@
-"""guard.py's connection limits on uvicorn's own h11 protocol class, driven through the
+"""http/guard.py's connection limits on uvicorn's own h11 protocol class, driven through the
 asyncio Protocol interface with a transport that records what is done to it (the lab
 test in tests/lab/test_lan_attacks.py does the same with real sockets; the send timeout
 is shown only here: a real slow reader needs a response bigger than socket buffers)."""
@@ -11,7 +11,7 @@ import uvicorn
 from uvicorn.server import ServerState
 
 from exotray.agent.base import limits as L
-from exotray.agent.guard import guarded_protocol
+from exotray.agent.http.guard import guarded_protocol
 
 
 class Transport(asyncio.Transport):

@@ -9,7 +9,7 @@ import pytest
 
 from exotray import PROTO
 from exotray.agent.base import limits as L
-from exotray.agent.guard import RequestGuard, allowed_host
+from exotray.agent.http.guard import RequestGuard, allowed_host
 from exotray.agent.peers import links
 from exotray.agent.peers.discovery import PeerRecord, parse_record
 from exotray.agent.peers.table import Peer, PeerTable

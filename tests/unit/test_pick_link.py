@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from exotray.agent.measuring import pick_link
+from exotray.agent.http.measuring import pick_link
 from exotray.agent.peers.links import new_link
 from exotray.agent.peers.table import Peer
 from exotray.core.saturation import SaturationParams

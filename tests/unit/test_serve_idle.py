@@ -1,4 +1,4 @@
-"""The agent's HTTP server (uvicorn inside the agent's loop, agent/serve.py) wakes the
+"""The agent's HTTP server (uvicorn inside the agent's loop, agent/http/serve.py) wakes the
 event loop only for what it serves: no timer of its own (uvicorn's main loop woke ten
 times a second, then once; each wake-up of an idle agent's loop costs about as much CPU
 as the work it does). It still answers, and stops when asked.
@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from exotray.agent.serve import bind_pair, make_server
+from exotray.agent.http.serve import bind_pair, make_server
 
 
 class _CountingLoop(asyncio.SelectorEventLoop):

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from exotray.agent import control
 from exotray.agent import runtime as rt
+from exotray.agent.http import control
 from exotray.core.settings import Settings, SettingsError
 
 ROOT = os.geteuid() == 0
@@ -239,7 +239,7 @@ def test_a_symlinked_config_stays_a_symlink(tmp_path: Path) -> None:
 
 def test_config_on_a_real_full_disk_keeps_the_old_file(tmp_path: Path) -> None:
     code = """
-from exotray.agent import control
+from exotray.agent.http import control
 from exotray.core.settings import Settings, SettingsError
 (mnt / "config.toml").write_text("threshold = 0.8\\n")
 try:  # fill the file system up

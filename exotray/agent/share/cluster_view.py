@@ -8,7 +8,7 @@ Here one rendering serves all requests within `ttl` seconds of it, and is sent i
 PIECE-byte pieces, each written only when the previous ones have left the agent's
 buffer (uvicorn waits for the transport to drain before it writes): a client that does
 not read holds one piece and the transport's buffer, never a copy of the view, and is
-cut off by the send timeout as before (guard.py). Renderings still being sent to slow
+cut off by the send timeout as before (http/guard.py). Renderings still being sent to slow
 readers stay in memory until they are cut off: at most MAX_VIEWS_HELD of them; beyond
 that a new request gets the latest one even if older than `ttl` (under such an attack
 the view lags by a few seconds, rather than the agent's memory growing with it).

@@ -44,7 +44,7 @@ from exotray.agent.base import limits as L
 from exotray.agent.base.bound_http import bound_connect
 from exotray.agent.base.keys import SIGNATURE_HEADER, sign
 from exotray.agent.base.throttle import Throttled
-from exotray.agent.control import is_loopback
+from exotray.agent.http.control import is_loopback
 from exotray.core.settings import CAPTEST_SECONDS, CAPTEST_STREAMS
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from exotray.agent.base import limits as L
-from exotray.agent.guard import guarded_protocol
+from exotray.agent.http.guard import guarded_protocol
 
 
 class _Server(uvicorn.Server):
@@ -77,7 +77,7 @@ def bind_pair(bind: str, port: int, attempts: int = 20) -> tuple[socket.socket, 
 
 
 def make_server(app: Starlette) -> uvicorn.Server:
-    """uvicorn with h11 and the connection limits of guard.py (per LAN source and in
+    """uvicorn with h11 and the connection limits of http/guard.py (per LAN source and in
     total, a head timeout, a send timeout; loopback never refused). No uvicorn
     `limit_concurrency`: it answered loopback 503 once 128 idle LAN connections were
     open (issue 18 finding 6)."""

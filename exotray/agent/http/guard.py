@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from exotray.agent.base import limits as L
-from exotray.agent.control import is_loopback
+from exotray.agent.http.control import is_loopback
 
 log = logging.getLogger("exotray.agent.runtime")
 

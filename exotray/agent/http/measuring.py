@@ -1,4 +1,4 @@
-"""An active capacity test over one of our links (captest.py does the test itself):
+"""An active capacity test over one of our links (http/captest.py does the test itself):
 which link, through which interface and source address, and what it found."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from exotray.agent.captest import CapacityTester
+from exotray.agent.http.captest import CapacityTester
 from exotray.agent.hw import sampler
 from exotray.agent.hw.monitor import InterfaceMonitor
 from exotray.agent.peers.links import Link

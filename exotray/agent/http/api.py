@@ -1,7 +1,7 @@
 """The agent's HTTP API (Starlette, served by uvicorn). JSON everywhere.
 
 Everything is read-only except /v1/control/*, which answers only loopback clients that
-present the control token (see agent/control.py).
+present the control token (see agent/http/control.py).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from exotray.agent import captest, control
 from exotray.agent.base.keys import SIGNATURE_HEADER, ClusterKeyError, sign, signed_by
-from exotray.agent.guard import RequestGuard
 from exotray.agent.history import store
+from exotray.agent.http import captest, control
+from exotray.agent.http.guard import RequestGuard
 from exotray.agent.share.cluster_view import SharedView
 from exotray.core.events import EventLog
 from exotray.core.settings import Settings, SettingsError
@@ -129,7 +129,7 @@ def lazy_registry(source: Any) -> Callable[[], CollectorRegistry]:
     """/metrics' registry for `source` (metrics.Source), made at the first scrape: an agent
     nobody scrapes never loads prometheus_client (docs/design.md, "Memory")."""
     def make() -> CollectorRegistry:
-        from exotray.agent.metrics import registry_for
+        from exotray.agent.http.metrics import registry_for
         return registry_for(source)
     return make
 
@@ -262,7 +262,7 @@ def create_app(agent: Services, registry: Callable[[], CollectorRegistry],
     async def prometheus(request: Request) -> Response:
         if not made:  # the first scrape imports prometheus_client: off the loop
             made.append(await asyncio.to_thread(registry))
-        from exotray.agent import metrics  # (loaded by then)
+        from exotray.agent.http import metrics  # (loaded by then)
         return Response(metrics.exposition(made[0]), media_type=metrics.CONTENT_TYPE)
 
     async def capacity_session(request: Request) -> JSONResponse:
