@@ -13,7 +13,7 @@ from PySide6.QtCore import QEvent, QObject, QPointF, Qt
 from PySide6.QtWidgets import QLabel
 
 from exotray.core import fmt
-from exotray.ui import theme
+from exotray.ui.style import theme
 
 #: what the read-out says while the mouse is not over a chart
 HINT = "Drag to pan, scroll to zoom; point at a chart to read its values."
@@ -60,7 +60,7 @@ class Crosshair(QObject):
         return text
 
     def restyle(self) -> None:
-        """Take theme.py's current colours (the system's scheme changed)."""
+        """Take style/theme.py's current colours (the system's scheme changed)."""
         for line in self._lines:
             line.setPen(pg.mkPen(theme.with_alpha(theme.TEXT_MUTED, 0.7), width=1,
                                  style=Qt.PenStyle.DashLine))

@@ -12,8 +12,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QLabel
 
-from exotray.ui import theme
 from exotray.ui.chart_data import RANGES
+from exotray.ui.style import theme
 
 AXIS_W: Final = 64
 
@@ -41,7 +41,7 @@ def chart(title: str) -> pg.PlotWidget:
 
 
 def style_chart(w: pg.PlotWidget) -> None:
-    """A chart's background and axes in theme.py's current colours (again on restyle)."""
+    """A chart's background and axes in style/theme.py's current colours (again on restyle)."""
     w.setBackground(theme.BACKGROUND)
     pi = w.getPlotItem()
     for name in ("left", "bottom"):
@@ -124,7 +124,7 @@ def rule() -> QFrame:
 
 
 def details_style() -> str:
-    """The panel's style sheet in theme.py's current colours."""
+    """The panel's style sheet in style/theme.py's current colours."""
     return f"""
 #LinkDetails {{ background: {theme.BACKGROUND}; }}
 QLabel {{ color: {theme.TEXT}; font-size: 9pt; }}

@@ -18,7 +18,6 @@ from PySide6.QtGui import QFont, QPen
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout
 
 from exotray.core import fmt
-from exotray.ui import theme
 from exotray.ui.chart_cursor import Crosshair
 from exotray.ui.chart_data import Loaded, envelope
 from exotray.ui.chart_style import (
@@ -29,6 +28,7 @@ from exotray.ui.chart_style import (
     style_chart,
     title,
 )
+from exotray.ui.style import theme
 
 
 def _latency_title() -> str:
@@ -143,7 +143,7 @@ class LinkCharts:
 
     # -- drawing ---------------------------------------------------------------------------
     def restyle(self) -> None:
-        """Take theme.py's current colours and fmt's units (the capacity line's label
+        """Take style/theme.py's current colours and fmt's units (the capacity line's label
         follows at the next set_capacity)."""
         for plot in (self.latency_plot, self.bandwidth_plot):
             style_chart(plot)

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from exotray.ui import linkwords, theme
+from exotray.ui import linkwords
 from exotray.ui.chart_data import (
     AROUND_S,
     LIVE_S,
@@ -43,6 +43,7 @@ from exotray.ui.chart_data import (
 from exotray.ui.chart_style import details_style, plain
 from exotray.ui.link_charts import LinkCharts
 from exotray.ui.link_numbers import NumbersPanel, capacity
+from exotray.ui.style import theme
 
 REDRAW_HZ: Final = 20
 #: how long the view rests after a zoom or pan before what it reached is fetched
@@ -292,7 +293,7 @@ class LinkDetails(QWidget):
         return self._timer
 
     def restyle(self) -> None:
-        """Take theme.py's current colours and fmt's units (exotray.ui.look calls this
+        """Take style/theme.py's current colours and fmt's units (exotray.ui.style.look calls this
         through the window when the system's scheme or the Preferences' units change)."""
         self.setStyleSheet(details_style())
         self.charts.restyle()

@@ -37,8 +37,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from exotray.ui import summary, theme
+from exotray.ui import summary
 from exotray.ui.link_model import plain_tip
+from exotray.ui.style import theme
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +300,7 @@ class EventTimeline(QWidget):
         return icon
 
     def restyle(self) -> None:
-        """Re-render with theme.py's current colours and fmt's units (a rate is in the
+        """Re-render with style/theme.py's current colours and fmt's units (a rate is in the
         details of saturation events)."""
         self.heading.setStyleSheet(f"color: {theme.TEXT}; font-weight: 600;")
         self.status.setStyleSheet(f"color: {theme.TEXT_MUTED};")

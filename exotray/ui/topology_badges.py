@@ -21,7 +21,8 @@ from PySide6.QtGui import QFont
 
 from exotray.core import fmt
 from exotray.core.topology import Edge
-from exotray.ui import theme, topology_tips
+from exotray.ui import topology_tips
+from exotray.ui.style import theme
 from exotray.ui.topology_edges import KINDS
 from exotray.ui.topology_layout import bezier, overlap
 

@@ -23,7 +23,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPen
 
 from exotray.core.topology import Edge
-from exotray.ui import theme
+from exotray.ui.style import theme
 from exotray.ui.topology_layout import bezier
 
 #: drawing classes, in drawing order (the last on top)

@@ -10,11 +10,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QPen
 
-from exotray.ui import theme
+from exotray.ui.style import theme
 
 
 def _pens() -> tuple[QPen, QPen, QPen, QPen]:
-    """Selection casing, its core, hover, exo: in theme.py's current colours."""
+    """Selection casing, its core, hover, exo: in style/theme.py's current colours."""
     return (pg.mkPen(theme.SELECTION, width=13), pg.mkPen(theme.BACKGROUND, width=7),
             pg.mkPen(theme.with_alpha(theme.SELECTION, 0.22), width=11),
             pg.mkPen(theme.with_alpha(theme.EXO, 0.5), width=19))
@@ -45,7 +45,7 @@ class Halos:
         return ((-3, self.exo), (-2, self._hover), (-1.5, self.selection), (-1, self._core))
 
     def restyle(self) -> None:
-        """Take theme.py's current colours."""
+        """Take style/theme.py's current colours."""
         for item, pen in zip((self.selection, self._core, self._hover, self.exo), _pens(),
                              strict=True):
             item.setPen(pen)

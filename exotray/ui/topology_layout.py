@@ -11,7 +11,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 
 from exotray.core.topology import Node
-from exotray.ui import theme
+from exotray.ui.style import theme
 from exotray.ui.topology_tips import esc
 
 

@@ -8,7 +8,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QGraphicsItem
 
 from exotray.core import fmt
-from exotray.ui import theme
+from exotray.ui.style import theme
 from exotray.ui.topology_edges import KINDS, edge_pen
 
 
@@ -26,7 +26,7 @@ class MapLegend:
         self.fill(threshold)
 
     def restyle(self, threshold: float) -> None:
-        """Take theme.py's current colours."""
+        """Take style/theme.py's current colours."""
         self.item.setBrush(pg.mkBrush(theme.with_alpha(theme.BACKGROUND, 0.9)))
         self.item.setLabelTextColor(theme.TEXT_MUTED)
         for kind, sample in self._samples.items():

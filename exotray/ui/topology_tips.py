@@ -8,7 +8,8 @@ from typing import Any
 
 from exotray.core import fmt, queueing
 from exotray.core.topology import Edge, Node
-from exotray.ui import linkwords, theme
+from exotray.ui import linkwords
+from exotray.ui.style import theme
 
 
 def esc(text: str) -> str:

@@ -35,7 +35,8 @@ from PySide6.QtWidgets import QGraphicsItem, QToolTip, QWidget
 
 from exotray.core import topology
 from exotray.core.topology import Edge, Node
-from exotray.ui import linkwords, theme, topology_tips
+from exotray.ui import linkwords, topology_tips
+from exotray.ui.style import theme
 from exotray.ui.topology_badges import BADGE_LIMIT, EdgeBadges, badge_text
 from exotray.ui.topology_edges import KINDS, EdgeBatches, edge_geometry, edge_pen, kind_codes
 from exotray.ui.topology_halos import Halos
@@ -142,7 +143,7 @@ class TopologyView(pg.PlotWidget):
             self._restyle()
 
     def restyle(self) -> None:
-        """Take theme.py's current colours (exotray.ui.look, through the window): what
+        """Take style/theme.py's current colours (exotray.ui.style.look, through the window): what
         was drawn once is recoloured here, the rest at the next set_cluster, which
         gives every node, edge and badge its new colours (the names are rendered again:
         their markup carries the colours)."""

@@ -7,7 +7,7 @@ for the range they ask for (`LinkDetails.historyWanted`, fetched by the client's
 thread) and then follow the live cluster view. What an action on a link found out (a
 capacity test, an export) stays in that link's details; what is wrong with the agent
 stays in a banner on top. Colours follow the system's light or dark scheme and rates the
-Preferences' units (exotray.ui.look); both redraw the window at once.
+Preferences' units (exotray.ui.style.look); both redraw the window at once.
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ from PySide6.QtWidgets import (
 )
 
 from exotray.core import fmt, topology
-from exotray.ui import linkwords, look, theme
+from exotray.ui import linkwords
 from exotray.ui.client import AgentClient
 from exotray.ui.link_table import LinkTable
 from exotray.ui.link_view import LinkDetails
+from exotray.ui.style import look, theme
 from exotray.ui.timeline import DEFAULT_SPAN_S, FETCH_LIMIT, EventTimeline, event_time
 from exotray.ui.topology_view import TopologyView
 
@@ -303,7 +304,7 @@ class MainWindow(QMainWindow):
 
     # -- look ------------------------------------------------------------------------------
     def restyle(self) -> None:
-        """Redraw everything at once in theme.py's colours and fmt's units (Look.changed:
+        """Redraw everything at once in style/theme.py's colours and fmt's units (Look.changed:
         the system's scheme or the Preferences' units changed)."""
         self.problem_banner.setStyleSheet(_banner_style())
         self.topology.restyle()

@@ -14,8 +14,8 @@ pytest.importorskip("pytestqt")
 
 import pyqtgraph as pg
 
-from exotray.ui import theme
 from exotray.ui.link_view import MAX_POINTS, LinkDetails
+from exotray.ui.style import theme
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHOTS = Path("/tmp/xt-shots")

@@ -18,11 +18,12 @@ from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication, QGraphicsObject
 
 from exotray.core import fmt
-from exotray.ui import look, summary, theme
+from exotray.ui import summary
 from exotray.ui.app import App
 from exotray.ui.client import AgentClient
 from exotray.ui.link_model import COLUMNS
 from exotray.ui.link_view import LinkDetails
+from exotray.ui.style import look, theme
 from exotray.ui.timeline import DEFAULT_SPAN_S, EVENT, event_time
 from exotray.ui.tray import Tray
 from exotray.ui.window import MainWindow

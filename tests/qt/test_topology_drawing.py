@@ -19,7 +19,7 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor
 
-from exotray.ui import theme
+from exotray.ui.style import theme
 from exotray.ui.topology_edges import KINDS, kind_codes
 from exotray.ui.topology_view import TopologyView
 

@@ -16,7 +16,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor
 
 from exotray.core import fmt, topology
-from exotray.ui import theme
+from exotray.ui.style import theme
 from exotray.ui.topology_view import BADGE_LIMIT, TopologyView
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,5 +1,5 @@
 """Colours and sizes shared by the exotray windows: a light, quiet palette and its dark
-twin (``DARK``), chosen by ``use("light" | "dark")`` (exotray.ui.look follows the
+twin (``DARK``), chosen by ``use("light" | "dark")`` (exotray.ui.style.look follows the
 system's colour scheme and tells the windows to restyle).
 
 The colours are module globals read at drawing time (``theme.TEXT``), so that ``use``

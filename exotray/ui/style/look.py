@@ -1,7 +1,7 @@
 """How the windows look: the colour scheme (following the system's light or dark) and
 the unit rates are shown in (bytes/s or bits/s, from Preferences).
 
-One ``Look`` per application (``instance()``). It sets theme.py's palette and Qt's
+One ``Look`` per application (``instance()``). It sets style/theme.py's palette and Qt's
 application palette (so the native widgets — the link table, the tool and status bars —
 match the drawn ones), and emits ``changed`` whenever the scheme or the units change:
 the main window then restyles and redraws at once.
@@ -20,7 +20,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
 from exotray.core import fmt
-from exotray.ui import theme
+from exotray.ui.style import theme
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ def _is_dark(palette: QPalette) -> bool:
 
 
 def qt_palette() -> QPalette:
-    """A Qt palette from theme.py's current colours, for the native widgets."""
+    """A Qt palette from style/theme.py's current colours, for the native widgets."""
     t = theme
     p = QPalette()
     roles = {
