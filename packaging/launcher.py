@@ -1,7 +1,7 @@
 """Entry point of the PyInstaller bundles (Linux and macOS): the `exotray` command.
 
 One executable runs every sub-command, so the tray app's supervisor can start the agent
-as `<bundle executable> agent ...` (exotray.ui.supervisor.agent_command).
+as `<bundle executable> agent ...` (exotray.ui.client.supervisor.agent_command).
 
 With EXOTRAY_BUNDLE_SELFTEST=1 it instead checks that the bundle's icons load (the app
 icon and every tray icon, plain and template, rendered offscreen), prints one line per

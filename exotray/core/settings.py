@@ -15,7 +15,7 @@ DEFAULT_PORT = 52480
 
 
 #: the log line format of the agent and the tray app; the tray's supervisor parses the
-#: agent's lines by it (exotray.ui.supervisor.problem_line)
+#: agent's lines by it (exotray.ui.client.supervisor.problem_line)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 #: exit status of an agent refused by its settings (sysexits.h EX_CONFIG): the tray app

@@ -22,9 +22,9 @@ from exotray.appnap import keep_timers_on_time
 from exotray.core import paths
 from exotray.core.settings import DEFAULT_PORT, LOG_FORMAT
 from exotray.ui import summary
-from exotray.ui.client import AgentClient
+from exotray.ui.client.poll import AgentClient
+from exotray.ui.client.supervisor import AgentSupervisor
 from exotray.ui.style import look
-from exotray.ui.supervisor import AgentSupervisor
 from exotray.ui.tray import Tray, app_icon
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from pathlib import Path
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-from exotray.ui.supervisor import agent_command
+from exotray.ui.client.supervisor import agent_command
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from exotray.ui import autostart
-from exotray.ui.client import AgentClient
+from exotray.ui.client.poll import AgentClient
 
 
 def _spin(lo: float, hi: float, step: float, decimals: int, suffix: str) -> QDoubleSpinBox:

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from exotray.core import fmt, topology
 from exotray.ui import linkwords
-from exotray.ui.client import AgentClient
+from exotray.ui.client.poll import AgentClient
 from exotray.ui.link_table import LinkTable
 from exotray.ui.link_view import LinkDetails
 from exotray.ui.style import look, theme

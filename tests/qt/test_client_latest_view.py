@@ -11,7 +11,7 @@ import time
 
 from helpers import JsonHandler
 
-from exotray.ui.client import AgentClient
+from exotray.ui.client.poll import AgentClient
 
 
 class _Views(JsonHandler):

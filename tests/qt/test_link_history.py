@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QApplication
 from exotray.agent.history.db import HistoryDB
 from exotray.agent.peers.links import link_id
 from exotray.core.history import LINK_COLUMNS
-from exotray.ui.client import AgentClient
+from exotray.ui.client.poll import AgentClient
 from exotray.ui.window import MainWindow
 
 DAY = 86400.0

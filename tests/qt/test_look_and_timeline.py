@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QApplication, QGraphicsObject
 from exotray.core import fmt
 from exotray.ui import summary
 from exotray.ui.app import App
-from exotray.ui.client import AgentClient
+from exotray.ui.client.poll import AgentClient
 from exotray.ui.link_model import COLUMNS
 from exotray.ui.link_view import LinkDetails
 from exotray.ui.style import look, theme

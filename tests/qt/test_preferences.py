@@ -8,7 +8,7 @@ import pytest
 from helpers import AgentProc, free_port, wait_for
 from PySide6.QtCore import Qt
 
-from exotray.ui.client import AgentClient
+from exotray.ui.client.poll import AgentClient
 from exotray.ui.preferences import Preferences
 
 

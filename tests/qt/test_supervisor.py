@@ -9,7 +9,7 @@ from pathlib import Path
 
 from helpers import AgentProc, free_port, wait_for
 
-from exotray.ui.supervisor import AgentSupervisor, agent_answers, agent_command
+from exotray.ui.client.supervisor import AgentSupervisor, agent_answers, agent_command
 
 
 def _args(tmp_path):
@@ -105,7 +105,7 @@ def test_a_crash_keeps_its_last_error_line(qtbot, tmp_path):
 
 
 def test_problem_line_picks_the_agents_last_word():
-    from exotray.ui.supervisor import problem_line
+    from exotray.ui.client.supervisor import problem_line
 
     lines = [
         "2026-12-03 01:02:03,456 INFO exotray.agent.runtime: starting",
@@ -124,7 +124,7 @@ def test_start_never_blocks_the_gui_thread_on_the_network(qtbot, tmp_path, monke
     hold up start(), and the result still decides (attach or spawn)."""
     import time
 
-    from exotray.ui import supervisor as S
+    from exotray.ui.client import supervisor as S
 
     def slow_answers(port, host="127.0.0.1", timeout=0.5):
         time.sleep(2.0)

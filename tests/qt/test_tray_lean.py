@@ -17,7 +17,7 @@ import pytest
 from helpers import JsonHandler
 
 from exotray.ui import lean
-from exotray.ui.localhttp import Error, LocalHttp
+from exotray.ui.client.localhttp import Error, LocalHttp
 
 
 class _Counting(JsonHandler):
@@ -91,7 +91,7 @@ def test_stopping_the_client_cuts_a_request_in_flight_short(qtbot, tmp_path):
     takes seconds): stop() does not wait for the request's timeout."""
     import socket
 
-    from exotray.ui.client import AgentClient
+    from exotray.ui.client.poll import AgentClient
 
     silent = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody answers
     client = AgentClient(silent.getsockname()[1], tmp_path, interval=60)

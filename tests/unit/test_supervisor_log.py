@@ -9,7 +9,7 @@ from exotray.core.settings import LOG_FORMAT
 
 
 def test_the_supervisor_parses_what_the_agent_writes():
-    from exotray.ui.supervisor import problem_line
+    from exotray.ui.client.supervisor import problem_line
 
     rec = logging.LogRecord("exotray.agent.runtime", logging.WARNING, __file__, 1,
                             "cannot use state dir %s: Read-only file system", ("/x",), None)

@@ -26,8 +26,8 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from exotray.core.paths import read_token
-from exotray.ui.localhttp import Error as HttpError
-from exotray.ui.localhttp import LocalHttp
+from exotray.ui.client.localhttp import Error as HttpError
+from exotray.ui.client.localhttp import LocalHttp
 
 log = logging.getLogger(__name__)
 

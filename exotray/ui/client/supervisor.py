@@ -25,7 +25,7 @@ from PySide6.QtCore import QObject, QProcess, QTimer, Signal
 
 from exotray.core import paths
 from exotray.core.settings import EXIT_CONFIG
-from exotray.ui import localhttp
+from exotray.ui.client import localhttp
 
 log = logging.getLogger(__name__)
 
