@@ -82,8 +82,8 @@ def main() -> None:
 
     from PySide6.QtWidgets import QApplication
 
-    from exotray.ui.chart_data import follow_query
     from exotray.ui.client.poll import AgentClient
+    from exotray.ui.link.chart_data import follow_query
     from exotray.ui.window import MainWindow
 
     tmp = Path(tempfile.mkdtemp(prefix="exotray-guihist-"))

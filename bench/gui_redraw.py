@@ -121,7 +121,7 @@ def main() -> None:
     from PySide6.QtWidgets import QApplication
 
     from exotray.core import topology
-    from exotray.ui.link_view import LinkDetails
+    from exotray.ui.link.view import LinkDetails
     from exotray.ui.topology_view import TopologyView
     from exotray.ui.window import MainWindow
 

@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 )
 
 from exotray.ui import summary
-from exotray.ui.link_model import plain_tip
+from exotray.ui.link.model import plain_tip
 from exotray.ui.style import theme
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from typing import Any
 
 from exotray.core import fmt, queueing
 from exotray.core.topology import Edge, Node
-from exotray.ui import linkwords
+from exotray.ui.link import words as linkwords
 from exotray.ui.style import theme
 
 

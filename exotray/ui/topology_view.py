@@ -35,7 +35,8 @@ from PySide6.QtWidgets import QGraphicsItem, QToolTip, QWidget
 
 from exotray.core import topology
 from exotray.core.topology import Edge, Node
-from exotray.ui import linkwords, topology_tips
+from exotray.ui import topology_tips
+from exotray.ui.link import words as linkwords
 from exotray.ui.style import theme
 from exotray.ui.topology_badges import BADGE_LIMIT, EdgeBadges, badge_text
 from exotray.ui.topology_edges import KINDS, EdgeBatches, edge_geometry, edge_pen, kind_codes

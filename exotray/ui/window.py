@@ -30,10 +30,10 @@ from PySide6.QtWidgets import (
 )
 
 from exotray.core import fmt, topology
-from exotray.ui import linkwords
 from exotray.ui.client.poll import AgentClient
-from exotray.ui.link_table import LinkTable
-from exotray.ui.link_view import LinkDetails
+from exotray.ui.link import words as linkwords
+from exotray.ui.link.table import LinkTable
+from exotray.ui.link.view import LinkDetails
 from exotray.ui.style import look, theme
 from exotray.ui.timeline import DEFAULT_SPAN_S, FETCH_LIMIT, EventTimeline, event_time
 from exotray.ui.topology_view import TopologyView

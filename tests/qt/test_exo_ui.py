@@ -13,7 +13,7 @@ from helpers import AgentProc, free_port
 
 from exotray.ui import summary
 from exotray.ui.app import App
-from exotray.ui.link_model import EXO, exo_cell
+from exotray.ui.link.model import EXO, exo_cell
 
 NODE = "6a1f0c2e-93b4-4d7a-b0f1-1c2d3e4f5a60"
 PEER = "b2c4e6f8-0a1b-4c3d-8e5f-6a7b8c9d0e1f"
@@ -160,7 +160,7 @@ def test_counted_rdma_says_it_is_included(qtbot):
     """Linux: the RDMA port counters are in rx / tx, and every view says so."""
     from exotray.core.topology import Edge
     from exotray.ui import topology_tips
-    from exotray.ui.link_view import LinkDetails
+    from exotray.ui.link.view import LinkDetails
 
     lk = {"id": "l1", "peer_name": "h2", "peer_address": "10.0.0.2", "state": "saturated",
           "local_interface": "ib0", "rx_bytes_per_s": 1e3, "tx_bytes_per_s": 2.4e9,

@@ -22,7 +22,7 @@ from PySide6.QtGui import QColor, QImage, QTextDocument
 from PySide6.QtWidgets import QLabel
 
 from exotray.core import schema
-from exotray.ui.link_model import COLUMNS
+from exotray.ui.link.model import COLUMNS
 from exotray.ui.window import MainWindow
 
 SELF_ID = "c2f46f1384be"

@@ -11,8 +11,8 @@ from typing import Any
 from PySide6.QtCore import Qt
 
 from exotray.core import fmt
-from exotray.ui.link_model import COLUMNS, LINK_ID
-from exotray.ui.link_table import LinkTable
+from exotray.ui.link.model import COLUMNS, LINK_ID
+from exotray.ui.link.table import LinkTable
 
 OWNER, RX, UTIL = COLUMNS.index("Traffic of"), COLUMNS.index("Iface RX"), \
     COLUMNS.index("Utilization")

@@ -14,7 +14,7 @@ pytest.importorskip("pytestqt")
 
 import pyqtgraph as pg
 
-from exotray.ui.link_view import MAX_POINTS, LinkDetails
+from exotray.ui.link.view import MAX_POINTS, LinkDetails
 from exotray.ui.style import theme
 
 FIXTURES = Path(__file__).parent / "fixtures"

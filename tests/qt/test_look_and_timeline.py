@@ -21,8 +21,8 @@ from exotray.core import fmt
 from exotray.ui import summary
 from exotray.ui.app import App
 from exotray.ui.client.poll import AgentClient
-from exotray.ui.link_model import COLUMNS
-from exotray.ui.link_view import LinkDetails
+from exotray.ui.link.model import COLUMNS
+from exotray.ui.link.view import LinkDetails
 from exotray.ui.style import look, theme
 from exotray.ui.timeline import DEFAULT_SPAN_S, EVENT, event_time
 from exotray.ui.tray import Tray

@@ -20,7 +20,7 @@ pytest.importorskip("pytestqt")
 from PySide6.QtGui import QColor
 
 from exotray.ui import summary
-from exotray.ui.link_view import LinkDetails
+from exotray.ui.link.view import LinkDetails
 from exotray.ui.notify import Notifier
 from exotray.ui.style import theme
 from exotray.ui.topology_view import TopologyView

@@ -18,10 +18,10 @@ from exotray.agent.exo import state as exo
 from exotray.agent.hw.sampler import NicInfo
 from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings
-from exotray.ui import linkwords
-from exotray.ui.link_model import EXO, UTIL
-from exotray.ui.link_table import LinkTable
-from exotray.ui.link_view import LinkDetails
+from exotray.ui.link import words as linkwords
+from exotray.ui.link.model import EXO, UTIL
+from exotray.ui.link.table import LinkTable
+from exotray.ui.link.view import LinkDetails
 from exotray.ui.topology_view import TopologyView
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"

@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import QCoreApplication, Qt
 
 from exotray.core import fmt
-from exotray.ui.link_model import COLUMNS
+from exotray.ui.link.model import COLUMNS
 from exotray.ui.window import MainWindow
 
 SAT = "0386def512a998f6"  # studio-1 -> studio-2 over xt1a, saturated (the history's link)

@@ -1,4 +1,4 @@
-"""What the link charts hold and when they ask the agent again (ui/chart_data.py, no Qt)."""
+"""What the link charts hold and when they ask the agent again (ui/link/chart_data.py, no Qt)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from exotray.ui.chart_data import (
+from exotray.ui.link.chart_data import (
     LIVE_POINTS,
     LIVE_S,
     MAX_POINTS,

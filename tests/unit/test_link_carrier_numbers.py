@@ -293,7 +293,7 @@ def test_a_bonds_link_note_does_not_deny_the_utilization_it_shows():
     bond's capacity (its active slaves') and a utilization (monitor.numbers: only a
     bridge's totals go against no capacity): the note must not say "no utilization"
     under a utilization of 40 %."""
-    from exotray.ui import linkwords
+    from exotray.ui.link import words as linkwords
 
     link = {"local_interface": "bond0", "local_label": "Bond", "member_interface": None,
             "capacity_bytes_per_s": 2.5e9, "utilization": 0.4}

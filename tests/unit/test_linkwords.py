@@ -1,9 +1,9 @@
-"""What a link's numbers rest on, in words (exotray/ui/linkwords.py): the bridge member
+"""What a link's numbers rest on, in words (exotray/ui/link/words.py): the bridge member
 that carries it, whose traffic is shown, where its capacity came from."""
 
 from __future__ import annotations
 
-from exotray.ui import linkwords
+from exotray.ui.link import words as linkwords
 
 IFACES = {
     "bridge0": {"name": "bridge0", "label": "Thunderbolt Bridge", "kind": "thunderbolt",

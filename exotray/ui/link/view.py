@@ -1,7 +1,7 @@
 """Details of one link: latency and bandwidth charts over time, and its current numbers.
 
 This module assembles the view (a header with the title, the link's state and the range
-switch; the charts, link_charts.py; the numbers panel, link_numbers.py) and decides what
+switch; the charts, link/charts.py; the numbers panel, link/numbers.py) and decides what
 the charts show, when they are redrawn and what history to ask for.
 
 Charts are created once; new data only marks them dirty, and a QTimer at display rate
@@ -10,8 +10,8 @@ arrive between two frames cost one redraw.
 
 The charts show what they ask for: `historyWanted` carries a /v1/history query (the
 range shown, or the stretch a zoom, a pan or `show_around` reached) and the window
-answers with `set_history`. What is loaded and when to ask again is chart_data.py's
-job; the crosshair read-out is chart_cursor.py's.
+answers with `set_history`. What is loaded and when to ask again is link/chart_data.py's
+job; the crosshair read-out is link/chart_cursor.py's.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from exotray.ui import linkwords
-from exotray.ui.chart_data import (
+from exotray.ui.link import words as linkwords
+from exotray.ui.link.chart_data import (
     AROUND_S,
     LIVE_S,
     MAX_POINTS,
@@ -40,9 +40,9 @@ from exotray.ui.chart_data import (
     follow_query,
     wanted,
 )
-from exotray.ui.chart_style import details_style, plain
-from exotray.ui.link_charts import LinkCharts
-from exotray.ui.link_numbers import NumbersPanel, capacity
+from exotray.ui.link.chart_style import details_style, plain
+from exotray.ui.link.charts import LinkCharts
+from exotray.ui.link.numbers import NumbersPanel, capacity
 from exotray.ui.style import theme
 
 REDRAW_HZ: Final = 20
@@ -87,11 +87,11 @@ class LinkDetails(QWidget):
         self._released = False  # (release(): the app quits)
 
         header = self._header()
-        #: the two charts and their read-out (link_charts.py)
+        #: the two charts and their read-out (link/charts.py)
         self.charts = LinkCharts(self._data_at)
         for plot in self.charts.plots():
             plot.getPlotItem().getViewBox().sigRangeChangedManually.connect(self._moved)
-        #: the numbers panel beside them (link_numbers.py)
+        #: the numbers panel beside them (link/numbers.py)
         self.panel = NumbersPanel()
 
         body = QHBoxLayout()

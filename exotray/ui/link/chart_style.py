@@ -1,6 +1,6 @@
 """How the link details look: a time chart, a title with its legend inline, the label of
 a horizontal line, the rates' min–max for coarse rows, and the numbers panel's labels,
-rules and style sheet (ui/link_charts.py and ui/link_numbers.py lay them out and fill
+rules and style sheet (ui/link/charts.py and ui/link/numbers.py lay them out and fill
 them)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QLabel
 
-from exotray.ui.chart_data import RANGES
+from exotray.ui.link.chart_data import RANGES
 from exotray.ui.style import theme
 
 AXIS_W: Final = 64

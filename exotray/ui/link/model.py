@@ -1,7 +1,7 @@
 """The link table's model: one row per link of every node, each link's raw values kept
 and compared with the next cluster view's, one dataChanged per run of changed rows;
 texts formatted when a cell is drawn, tooltips when one is asked for; it sorts itself (a
-layout change only when the order moved). The view is link_table.py's LinkTable.
+layout change only when the order moved). The view is link/table.py's LinkTable.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from PySide6.QtCore import (
 
 from exotray.core import fmt
 from exotray.core.topology import Node
-from exotray.ui import linkwords
+from exotray.ui.link import words as linkwords
 
 LINK_ID = Qt.ItemDataRole.UserRole + 1
 SORT = Qt.ItemDataRole.UserRole + 2

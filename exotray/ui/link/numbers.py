@@ -1,7 +1,7 @@
 """The numbers panel beside the link charts: a link's current numbers (RTT, queueing,
 jitter, loss, rates, utilization, capacity), the interface it goes through, a note on
 what its traffic counts, and the last result of an action on it. Labels and style sheet
-come from chart_style.py; ui/link_view.py places the panel and hands it each link."""
+come from link/chart_style.py; ui/link/view.py places the panel and hands it each link."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QSizePolicy
 
 from exotray.core import fmt
-from exotray.ui import linkwords
-from exotray.ui.chart_style import plain, rule, sub_label
+from exotray.ui.link import words as linkwords
+from exotray.ui.link.chart_style import plain, rule, sub_label
 
 #: rows of the numbers panel: key, caption
 NUMBER_ROWS: Final = (
@@ -45,7 +45,7 @@ class NumbersPanel(QFrame):
     def __init__(self) -> None:
         super().__init__()
         # Every label here may show text from a peer's snapshot: plain text (see
-        # chart_style.plain and link_view.py's header).
+        # chart_style.plain and link/view.py's header).
         self.setObjectName("numbers")
         self.setFixedWidth(250)
         grid = QGridLayout(self)

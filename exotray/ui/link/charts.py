@@ -2,8 +2,8 @@
 curves, the RTT band, the rates' min–max for coarse rows, the capacity and threshold
 lines, and drawing what is loaded (chart_data.Loaded) into them for a time span.
 
-Which span, when to redraw and what to fetch is ui/link_view.py's job; the look of a
-chart is chart_style.py's, the crosshair chart_cursor.py's.
+Which span, when to redraw and what to fetch is ui/link/view.py's job; the look of a
+chart is link/chart_style.py's, the crosshair link/chart_cursor.py's.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from PySide6.QtGui import QFont, QPen
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout
 
 from exotray.core import fmt
-from exotray.ui.chart_cursor import Crosshair
-from exotray.ui.chart_data import Loaded, envelope
-from exotray.ui.chart_style import (
+from exotray.ui.link.chart_cursor import Crosshair
+from exotray.ui.link.chart_data import Loaded, envelope
+from exotray.ui.link.chart_style import (
     chart,
     line_label,
     plain,

@@ -21,7 +21,7 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView, QWidget
 
 from exotray.core.topology import Node
-from exotray.ui.link_model import (
+from exotray.ui.link.model import (
     COLUMNS,
     EXO,
     FROM,
