@@ -122,7 +122,7 @@ def main() -> None:
 
     from exotray.core import topology
     from exotray.ui.link.view import LinkDetails
-    from exotray.ui.topology_view import TopologyView
+    from exotray.ui.topology.view import TopologyView
     from exotray.ui.window import MainWindow
 
     app = QApplication.instance() or QApplication([])

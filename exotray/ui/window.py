@@ -36,7 +36,7 @@ from exotray.ui.link.table import LinkTable
 from exotray.ui.link.view import LinkDetails
 from exotray.ui.style import look, theme
 from exotray.ui.timeline import DEFAULT_SPAN_S, FETCH_LIMIT, EventTimeline, event_time
-from exotray.ui.topology_view import TopologyView
+from exotray.ui.topology.view import TopologyView
 
 
 class MainWindow(QMainWindow):

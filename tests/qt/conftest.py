@@ -31,7 +31,7 @@ def events() -> list[dict]:
 @pytest.fixture
 def view(qtbot, cluster: dict):
     """The topology map, 1000 × 650, shown, with the recorded cluster drawn."""
-    from exotray.ui.topology_view import TopologyView
+    from exotray.ui.topology.view import TopologyView
 
     v = TopologyView()
     qtbot.addWidget(v)

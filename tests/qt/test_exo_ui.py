@@ -159,8 +159,8 @@ def test_rdma_words():
 def test_counted_rdma_says_it_is_included(qtbot):
     """Linux: the RDMA port counters are in rx / tx, and every view says so."""
     from exotray.core.topology import Edge
-    from exotray.ui import topology_tips
     from exotray.ui.link.view import LinkDetails
+    from exotray.ui.topology import tips as topology_tips
 
     lk = {"id": "l1", "peer_name": "h2", "peer_address": "10.0.0.2", "state": "saturated",
           "local_interface": "ib0", "rx_bytes_per_s": 1e3, "tx_bytes_per_s": 2.4e9,

@@ -23,7 +23,7 @@ from exotray.ui import summary
 from exotray.ui.link.view import LinkDetails
 from exotray.ui.notify import Notifier
 from exotray.ui.style import theme
-from exotray.ui.topology_view import TopologyView
+from exotray.ui.topology.view import TopologyView
 from exotray.ui.tray import Tray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "desktop"))

@@ -22,7 +22,7 @@ from exotray.ui.link import words as linkwords
 from exotray.ui.link.model import EXO, UTIL
 from exotray.ui.link.table import LinkTable
 from exotray.ui.link.view import LinkDetails
-from exotray.ui.topology_view import TopologyView
+from exotray.ui.topology.view import TopologyView
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 NODE = "6a1f0c2e-93b4-4d7a-b0f1-1c2d3e4f5a60"  # studio-1: rank 0, rdma_en3 to studio-2

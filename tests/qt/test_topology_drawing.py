@@ -20,8 +20,8 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor
 
 from exotray.ui.style import theme
-from exotray.ui.topology_edges import KINDS, kind_codes
-from exotray.ui.topology_view import TopologyView
+from exotray.ui.topology.edges import KINDS, kind_codes
+from exotray.ui.topology.view import TopologyView
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SATURATED = "0386def512a998f6"  # bent: one of two parallel edges studio-1 <-> studio-2

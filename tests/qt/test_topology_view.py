@@ -17,7 +17,7 @@ from PySide6.QtGui import QColor
 
 from exotray.core import fmt, topology
 from exotray.ui.style import theme
-from exotray.ui.topology_view import BADGE_LIMIT, TopologyView
+from exotray.ui.topology.view import BADGE_LIMIT, TopologyView
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHOTS = Path("/tmp/xt-shots")

@@ -227,7 +227,7 @@ def test_an_edges_tooltip_says_whose_utilization_it_shows():
     busier end (95 %), but the tooltip shows A's rx / tx and capacity: a bare "95 %"
     beside them reads as A's interface at 95 % of its 1.25 GB/s while it carries 1 kB/s."""
     from exotray.core import topology
-    from exotray.ui.topology_tips import edge_tooltip
+    from exotray.ui.topology.tips import edge_tooltip
 
     def end(lid, peer_id, addr, iface, rx, util):
         return {"id": lid, "peer_id": peer_id, "peer_name": peer_id, "peer_address": addr,

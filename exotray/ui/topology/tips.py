@@ -1,5 +1,5 @@
 """The topology's tooltips, as rich text built from a cluster view's edges and nodes
-(every name a peer controls is escaped). Pure: topology_view.py shows them."""
+(every name a peer controls is escaped). Pure: topology/view.py shows them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The topology map's geometry and how a node reads, as pure functions of the graph (no
 widgets): where each node sits, an edge's curve, whether two badges overlap, a node's
-colours and its name's markup. `ui/topology_view.py` draws them and handles the mouse."""
+colours and its name's markup. `ui/topology/view.py` draws them and handles the mouse."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 
 from exotray.core.topology import Node
 from exotray.ui.style import theme
-from exotray.ui.topology_tips import esc
+from exotray.ui.topology.tips import esc
 
 
 def layout(nodes: Sequence[Node]) -> dict[str, tuple[float, float]]:

@@ -1,7 +1,7 @@
 """What the mouse is over on the topology map: the node within its drawn circle, else the
 edge within ``HIT_PX`` either side of its drawn polyline (topology_edges.edge_geometry's
-segments), tested in pixels. No state: topology_view.py asks on each move and click,
-after the edges' badges (topology_badges.EdgeBadges.hit), and shows topology_tips.py's
+segments), tested in pixels. No state: topology/view.py asks on each move and click,
+after the edges' badges (topology_badges.EdgeBadges.hit), and shows topology/tips.py's
 tooltip of what it found."""
 
 from __future__ import annotations

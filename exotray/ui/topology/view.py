@@ -35,21 +35,21 @@ from PySide6.QtWidgets import QGraphicsItem, QToolTip, QWidget
 
 from exotray.core import topology
 from exotray.core.topology import Edge, Node
-from exotray.ui import topology_tips
 from exotray.ui.link import words as linkwords
 from exotray.ui.style import theme
-from exotray.ui.topology_badges import BADGE_LIMIT, EdgeBadges, badge_text
-from exotray.ui.topology_edges import KINDS, EdgeBatches, edge_geometry, edge_pen, kind_codes
-from exotray.ui.topology_halos import Halos
-from exotray.ui.topology_hits import edge_at, node_at, pixel_size
-from exotray.ui.topology_labels import Geometry, NodeLabel, NodeLabels
-from exotray.ui.topology_layout import (
+from exotray.ui.topology import tips as topology_tips
+from exotray.ui.topology.badges import BADGE_LIMIT, EdgeBadges, badge_text
+from exotray.ui.topology.edges import KINDS, EdgeBatches, edge_geometry, edge_pen, kind_codes
+from exotray.ui.topology.halos import Halos
+from exotray.ui.topology.hits import edge_at, node_at, pixel_size
+from exotray.ui.topology.labels import Geometry, NodeLabel, NodeLabels
+from exotray.ui.topology.layout import (
     label_geometry,
     label_markup,
     layout,
     node_style,
 )
-from exotray.ui.topology_legend import MapLegend
+from exotray.ui.topology.legend import MapLegend
 
 #: label distance from the node centre, in view units (the circle has radius 1)
 LABEL_GAP: Final = 0.1

@@ -24,7 +24,7 @@ from PySide6.QtGui import QPen
 
 from exotray.core.topology import Edge
 from exotray.ui.style import theme
-from exotray.ui.topology_layout import bezier
+from exotray.ui.topology.layout import bezier
 
 #: drawing classes, in drawing order (the last on top)
 KINDS: Final = ("unknown", "calm", "busy", "hot", "down")

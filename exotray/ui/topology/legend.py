@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QGraphicsItem
 
 from exotray.core import fmt
 from exotray.ui.style import theme
-from exotray.ui.topology_edges import KINDS, edge_pen
+from exotray.ui.topology.edges import KINDS, edge_pen
 
 
 class MapLegend:

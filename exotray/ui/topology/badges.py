@@ -21,10 +21,10 @@ from PySide6.QtGui import QFont
 
 from exotray.core import fmt
 from exotray.core.topology import Edge
-from exotray.ui import topology_tips
 from exotray.ui.style import theme
-from exotray.ui.topology_edges import KINDS
-from exotray.ui.topology_layout import bezier, overlap
+from exotray.ui.topology import tips as topology_tips
+from exotray.ui.topology.edges import KINDS
+from exotray.ui.topology.layout import bezier, overlap
 
 #: per-edge badges are drawn while there are at most this many edges
 BADGE_LIMIT: Final = 24
