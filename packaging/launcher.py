@@ -24,7 +24,8 @@ def _selftest() -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from exotray.ui import summary, tray
+    from exotray.ui.tray import icon as tray
+    from exotray.ui.tray import summary
 
     app = QApplication(sys.argv[:1])  # noqa: F841
     icons = {"exotray.svg": tray.app_icon()}

@@ -21,11 +21,11 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 from exotray.appnap import keep_timers_on_time
 from exotray.core import paths
 from exotray.core.settings import DEFAULT_PORT, LOG_FORMAT
-from exotray.ui import summary
 from exotray.ui.client.poll import AgentClient
 from exotray.ui.client.supervisor import AgentSupervisor
 from exotray.ui.style import look
-from exotray.ui.tray import Tray, app_icon
+from exotray.ui.tray import summary
+from exotray.ui.tray.icon import Tray, app_icon
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class App(QObject):
                  agent_args: list[str] | None = None, manage_agent: bool = True,
                  interval: float = 1.0) -> None:
         super().__init__()
-        from exotray.ui.notify import Notifier
+        from exotray.ui.tray.notify import Notifier
 
         self.port = port
         self.state_dir = state_dir or paths.state_dir()

@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from exotray.ui import autostart
 from exotray.ui.client.poll import AgentClient
+from exotray.ui.tray import autostart
 
 
 def _spin(lo: float, hi: float, step: float, decimals: int, suffix: str) -> QDoubleSpinBox:

@@ -37,9 +37,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from exotray.ui import summary
 from exotray.ui.link.model import plain_tip
 from exotray.ui.style import theme
+from exotray.ui.tray import summary
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import plistlib
 import sys
 from typing import Any
 
-BUNDLE_ID = "io.exotray.app"  # also the LaunchAgent label (exotray.ui.autostart.LABEL)
+BUNDLE_ID = "io.exotray.app"  # also the LaunchAgent label (exotray.ui.tray.autostart.LABEL)
 NAME = "exotray"
 BONJOUR_SERVICE = "_exotray._tcp"  # exotray.agent's DNS-SD type, without ".local."
 # Qt 6.11 (the PySide6 range pyproject.toml allows: >=6.11.3,<6.12) runs on macOS 13 and later.

@@ -26,7 +26,7 @@ NOTIFY_SCRIPT = textwrap.dedent(
     import sys, time
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
-    from exotray.ui.notify import Notifier
+    from exotray.ui.tray.notify import Notifier
 
     app = QApplication(sys.argv)
     n = Notifier(app_name="exotray")
@@ -50,7 +50,7 @@ SEQUENCE_SCRIPT = textwrap.dedent(
     import sys
     from PySide6.QtCore import QSocketNotifier
     from PySide6.QtWidgets import QApplication
-    from exotray.ui.notify import Notifier
+    from exotray.ui.tray.notify import Notifier
 
     app = QApplication(sys.argv)
     n = Notifier(app_name="exotray")

@@ -19,7 +19,7 @@ import pytest
 from helpers import free_port
 
 import exotray
-from exotray.ui import summary
+from exotray.ui.tray import summary
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,9 @@ import pytest
 from exo_standin import StandIn
 from helpers import AgentProc, free_port
 
-from exotray.ui import summary
 from exotray.ui.app import App
 from exotray.ui.link.model import EXO, exo_cell
+from exotray.ui.tray import summary
 
 NODE = "6a1f0c2e-93b4-4d7a-b0f1-1c2d3e4f5a60"
 PEER = "b2c4e6f8-0a1b-4c3d-8e5f-6a7b8c9d0e1f"

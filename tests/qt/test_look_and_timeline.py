@@ -18,14 +18,14 @@ from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication, QGraphicsObject
 
 from exotray.core import fmt
-from exotray.ui import summary
 from exotray.ui.app import App
 from exotray.ui.client.poll import AgentClient
 from exotray.ui.link.model import COLUMNS
 from exotray.ui.link.view import LinkDetails
 from exotray.ui.style import look, theme
 from exotray.ui.timeline import DEFAULT_SPAN_S, EVENT, event_time
-from exotray.ui.tray import Tray
+from exotray.ui.tray import summary
+from exotray.ui.tray.icon import Tray
 from exotray.ui.window import MainWindow
 
 SAT = "0386def512a998f6"  # studio-1 -> studio-2 over xt1a, saturated (cluster.json)

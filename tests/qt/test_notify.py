@@ -16,7 +16,7 @@ import pytest
 from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QSystemTrayIcon
 
-from exotray.ui.notify import Notifier, detect_backend
+from exotray.ui.tray.notify import Notifier, detect_backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "desktop"))
 
@@ -259,7 +259,7 @@ def test_macos_path_is_qts_notification_center_and_keeps_them(qtbot, monkeypatch
     with 0 ms, which keeps the notification in Notification Center; any other value has
     Qt remove it after that long (qcocoasystemtrayicon.mm). No pyobjc path: it lost
     every click."""
-    from exotray.ui import notify
+    from exotray.ui.tray import notify
 
     monkeypatch.setattr(notify.sys, "platform", "darwin")
     assert notify.detect_backend() == "macos"
@@ -304,7 +304,7 @@ def daemon_with(qapp, tmp_path, request):
 @pytest.mark.parametrize("daemon_with", [MARKUP_CAPS], indirect=True)
 def test_a_peers_markup_reaches_a_markup_daemon_escaped(daemon_with):
     """dunst (body-markup, body-hyperlinks) showed the name as a link to evil.example."""
-    from exotray.ui import summary
+    from exotray.ui.tray import summary
 
     n, fake = daemon_with
     assert n.body_markup

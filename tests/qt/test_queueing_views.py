@@ -19,12 +19,12 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtGui import QColor
 
-from exotray.ui import summary
 from exotray.ui.link.view import LinkDetails
-from exotray.ui.notify import Notifier
 from exotray.ui.style import theme
 from exotray.ui.topology.view import TopologyView
-from exotray.ui.tray import Tray
+from exotray.ui.tray import summary
+from exotray.ui.tray.icon import Tray
+from exotray.ui.tray.notify import Notifier
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "desktop"))
 

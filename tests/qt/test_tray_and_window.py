@@ -7,7 +7,7 @@ import copy
 import pytest
 from PySide6.QtCore import Qt
 
-from exotray.ui.tray import Tray, tray_icon
+from exotray.ui.tray.icon import Tray, tray_icon
 from exotray.ui.window import MainWindow
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from exotray.ui.tray import Tray, tray_icon
+from exotray.ui.tray.icon import Tray, tray_icon
 
 ALONE = {"self": "x", "nodes": [{"node": {"name": "studio-1"}, "links": []}],
          "discovery": {"mdns": True, "addresses": ["10.0.0.2"]}}

@@ -3,7 +3,7 @@ import plistlib
 
 import pytest
 
-from exotray.ui import autostart
+from exotray.ui.tray import autostart
 
 
 def test_linux_xdg_autostart_round_trip(tmp_path, monkeypatch):

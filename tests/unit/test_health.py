@@ -6,7 +6,7 @@ import pytest
 
 from exotray.core.health import LOCAL_NETWORK_DENIED, local_network_denied
 from exotray.core.status import diagnostics
-from exotray.ui.summary import node_warnings
+from exotray.ui.tray.summary import node_warnings
 
 
 @pytest.mark.parametrize(

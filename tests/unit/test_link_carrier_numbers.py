@@ -175,7 +175,7 @@ def test_a_saturated_bridged_link_names_the_cable_its_numbers_are_of(tmp_path):
     link does), and the notification does not put en3's "95 % of 2.5 GB/s" on the
     Thunderbolt Bridge as a whole."""
     from exotray.agent.runtime import Agent
-    from exotray.ui.summary import notification
+    from exotray.ui.tray.summary import notification
 
     peer_ip = "169.254.3.3"
     nics = {"bridge0": NicInfo("bridge0", True, None, ("169.254.1.1",),

@@ -19,7 +19,7 @@ import pytest
 
 import exotray
 from exotray.agent.peers.discovery import SERVICE_TYPE
-from exotray.ui import autostart
+from exotray.ui.tray import autostart
 
 ROOT = Path(__file__).resolve().parents[2]
 LINUX = ROOT / "packaging" / "linux"

@@ -1,12 +1,12 @@
 """What the user reads about queueing delay: the tray menu line and the notification
-(ui/summary.py), from snapshot links and events as the agent writes them."""
+(ui/tray/summary.py), from snapshot links and events as the agent writes them."""
 
 from __future__ import annotations
 
 import pytest
 
 from exotray.core import queueing
-from exotray.ui.summary import notification, peer_lines
+from exotray.ui.tray.summary import notification, peer_lines
 
 LINK = {"id": "l1", "peer_id": "n2", "peer_name": "studio-2", "peer_address": "10.213.130.2",
         "local_interface": "en0", "local_label": "Ethernet", "state": "saturated",

@@ -16,7 +16,7 @@ from helpers import manual_link
 from exotray.agent.hw.sampler import NicInfo
 from exotray.agent.runtime import Agent
 from exotray.core.settings import Settings
-from exotray.ui.summary import notification
+from exotray.ui.tray.summary import notification
 
 A, B, PEER = "xt0", "xt1", "10.213.163.2"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from exotray.ui.summary import empty_hints, health, notification, peer_lines, summary_line
+from exotray.ui.tray.summary import empty_hints, health, notification, peer_lines, summary_line
 
 FIX = Path(__file__).parent.parent / "qt" / "fixtures"
 CLUSTER = json.loads((FIX / "cluster.json").read_text())

@@ -10,7 +10,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction, QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from exotray.ui import summary
+from exotray.ui.tray import summary
 
 _icons: dict[tuple[str, bool], QIcon] = {}
 
