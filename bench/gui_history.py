@@ -84,7 +84,7 @@ def main() -> None:
 
     from exotray.ui.client.poll import AgentClient
     from exotray.ui.link.chart_data import follow_query
-    from exotray.ui.window import MainWindow
+    from exotray.ui.window.dashboard import MainWindow
 
     tmp = Path(tempfile.mkdtemp(prefix="exotray-guihist-"))
     taken: set[int] = set()

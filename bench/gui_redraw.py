@@ -123,7 +123,7 @@ def main() -> None:
     from exotray.core import topology
     from exotray.ui.link.view import LinkDetails
     from exotray.ui.topology.view import TopologyView
-    from exotray.ui.window import MainWindow
+    from exotray.ui.window.dashboard import MainWindow
 
     app = QApplication.instance() or QApplication([])
     rows: list[list[str]] = []

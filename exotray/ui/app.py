@@ -175,7 +175,7 @@ class App(QObject):
     # -- windows ---------------------------------------------------------------------------
     def open_window(self, link_id: str = "") -> None:
         if self.window is None:
-            from exotray.ui.window import MainWindow
+            from exotray.ui.window.dashboard import MainWindow
 
             self.window = MainWindow(self.client)
             self.window.setWindowIcon(app_icon())
@@ -188,7 +188,7 @@ class App(QObject):
             self.window.select_link(link_id)  # a link's key (peers' and the agent's are not)
 
     def open_preferences(self) -> None:
-        from exotray.ui.preferences import Preferences
+        from exotray.ui.window.preferences import Preferences
 
         if self.prefs is None:
             self.prefs = Preferences(self.client, self.cluster)

@@ -511,7 +511,7 @@ def test_markup_from_a_lan_peer_stays_plain_text_in_the_window(lab2_pair, qtbot,
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QLabel
 
-    from exotray.ui.window import MainWindow
+    from exotray.ui.window.dashboard import MainWindow
 
     lab, a1, _a2 = lab2_pair
 

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QLabel
 
 from exotray.core import schema
 from exotray.ui.link.model import COLUMNS
-from exotray.ui.window import MainWindow
+from exotray.ui.window.dashboard import MainWindow
 
 SELF_ID = "c2f46f1384be"
 STUDIO2 = "a4f99a915b13"

@@ -24,7 +24,7 @@ from exotray.agent.history.db import HistoryDB
 from exotray.agent.peers.links import link_id
 from exotray.core.history import LINK_COLUMNS
 from exotray.ui.client.poll import AgentClient
-from exotray.ui.window import MainWindow
+from exotray.ui.window.dashboard import MainWindow
 
 DAY = 86400.0
 NODE_ID = "5e11ed0a1b2c"

@@ -23,10 +23,10 @@ from exotray.ui.client.poll import AgentClient
 from exotray.ui.link.model import COLUMNS
 from exotray.ui.link.view import LinkDetails
 from exotray.ui.style import look, theme
-from exotray.ui.timeline import DEFAULT_SPAN_S, EVENT, event_time
 from exotray.ui.tray import summary
 from exotray.ui.tray.icon import Tray
-from exotray.ui.window import MainWindow
+from exotray.ui.window.dashboard import MainWindow
+from exotray.ui.window.timeline import DEFAULT_SPAN_S, EVENT, event_time
 
 SAT = "0386def512a998f6"  # studio-1 -> studio-2 over xt1a, saturated (cluster.json)
 NOW = 1_796_300_000.0  # the injected clock: 2026-12-03

@@ -9,7 +9,7 @@ from helpers import AgentProc, free_port, wait_for
 from PySide6.QtCore import Qt
 
 from exotray.ui.client.poll import AgentClient
-from exotray.ui.preferences import Preferences
+from exotray.ui.window.preferences import Preferences
 
 
 @pytest.fixture

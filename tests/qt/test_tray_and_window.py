@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from exotray.ui.tray.icon import Tray, tray_icon
-from exotray.ui.window import MainWindow
+from exotray.ui.window.dashboard import MainWindow
 
 
 def _sat(cluster):

@@ -12,7 +12,7 @@ from PySide6.QtCore import QCoreApplication, Qt
 
 from exotray.core import fmt
 from exotray.ui.link.model import COLUMNS
-from exotray.ui.window import MainWindow
+from exotray.ui.window.dashboard import MainWindow
 
 SAT = "0386def512a998f6"  # studio-1 -> studio-2 over xt1a, saturated (the history's link)
 PARALLEL = "8d398daebb711140"  # studio-1 -> studio-2 over xt1c

@@ -1,6 +1,6 @@
 """The window's link table: one sortable row per link of every node, updated in place
 (selection and sort survive a new cluster view), with what each cell rests on in its
-tooltip. MainWindow (window.py) owns one and keeps its selection in step with the rest.
+tooltip. MainWindow (window/dashboard.py) owns one and keeps its selection in step with the rest.
 
 Built for a big cluster's view every second (64 nodes: 4032 rows): the rows live in a
 Python model (LinkModel) that keeps each link's raw values, compares them with the new

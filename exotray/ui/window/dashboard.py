@@ -35,8 +35,8 @@ from exotray.ui.link import words as linkwords
 from exotray.ui.link.table import LinkTable
 from exotray.ui.link.view import LinkDetails
 from exotray.ui.style import look, theme
-from exotray.ui.timeline import DEFAULT_SPAN_S, FETCH_LIMIT, EventTimeline, event_time
 from exotray.ui.topology.view import TopologyView
+from exotray.ui.window.timeline import DEFAULT_SPAN_S, FETCH_LIMIT, EventTimeline, event_time
 
 
 class MainWindow(QMainWindow):

@@ -1,0 +1,7 @@
+"""The dashboard window (`dashboard`): the topology, the selected link's details, the
+table of links and the cluster's events on a timeline (`timeline`); and the Preferences
+dialog (`preferences`).
+
+May import: `topology`, `link`, `tray` (its words and start at login), `client`, `style`,
+`exotray.core`.
+"""
