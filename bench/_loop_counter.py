@@ -78,6 +78,6 @@ async def counted(coro):
 _asyncio_run = asyncio.run
 asyncio.run = lambda coro, **kw: _asyncio_run(counted(coro), **kw)  # type: ignore[assignment]
 
-from exotray.cli import main  # noqa: E402
+from exotray.cli.main import main  # noqa: E402
 
 sys.exit(main(sys.argv[1:]))

@@ -281,6 +281,6 @@ if os.environ.get("XT_MEM_RING_S"):
 
 threading.Thread(target=run, name="xt-mem-probe", daemon=True).start()
 
-from exotray.cli import main  # noqa: E402
+from exotray.cli.main import main  # noqa: E402
 
 sys.exit(main(sys.argv[1:]))

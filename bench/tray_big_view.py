@@ -58,7 +58,7 @@ import json, sys, time
 from pathlib import Path
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
-from exotray.cli import main
+from exotray.cli.main import main
 from exotray.ui import app as A
 out = Path(sys.argv[1])
 qapp = QApplication(sys.argv[:1])

@@ -3,7 +3,7 @@
 
 import sys
 
-from exotray.cli import main
+from exotray.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -48,6 +48,6 @@ def _selftest() -> int:
 if __name__ == "__main__":
     if os.environ.get("EXOTRAY_BUNDLE_SELFTEST") == "1":
         sys.exit(_selftest())
-    from exotray.cli import main
+    from exotray.cli.main import main
 
     sys.exit(main(_argv()))

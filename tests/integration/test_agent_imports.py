@@ -14,7 +14,7 @@ from exotray.agent.hw import ethtool as hw_ethtool
 
 PROBE = """
 import json, sys
-import exotray.cli, exotray.agent.runtime
+import exotray.cli.main, exotray.agent.runtime
 from exotray.agent.hw import ethtool as hw_ethtool
 before = sorted(m for m in ("pydantic", "prometheus_client", "pyroute2", "pygments", "rich")
                 if m in sys.modules)

@@ -9,9 +9,10 @@ import time
 
 from helpers import AgentProc, free_port
 
-from exotray import cli, cli_reads
 from exotray.agent.history.db import HistoryDB
 from exotray.agent.peers.links import link_id
+from exotray.cli import main as cli
+from exotray.cli import reads as cli_reads
 from exotray.core.history import LINK_COLUMNS
 
 DAY = 86400.0

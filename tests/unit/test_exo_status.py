@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from exotray.cli_args import build_parser, settings_from_args
+from exotray.cli.args import build_parser, settings_from_args
 from exotray.core import schema
 from exotray.core.settings import DEFAULT_EXO_URL, Settings, SettingsError, from_mapping
 from exotray.core.status import exo_lines

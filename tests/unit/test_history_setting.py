@@ -11,7 +11,7 @@ import pytest
 
 from exotray.agent.base.throttle import Throttled
 from exotray.agent.history.store import HistoryStore
-from exotray.cli_args import build_parser, settings_from_args
+from exotray.cli.args import build_parser, settings_from_args
 from exotray.core.settings import Settings, SettingsError, from_mapping
 
 

@@ -7,12 +7,12 @@ import importlib
 import subprocess
 import sys
 
-import exotray.cli
+import exotray.cli.main
 
 
 def test_importing_main_module_does_not_run_the_app(monkeypatch):
     called = []
-    monkeypatch.setattr(exotray.cli, "main", lambda *a, **k: called.append(a) or 0)
+    monkeypatch.setattr(exotray.cli.main, "main", lambda *a, **k: called.append(a) or 0)
     sys.modules.pop("exotray.__main__", None)
     importlib.import_module("exotray.__main__")
     assert called == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from exotray.cli_args import build_parser, settings_from_args
+from exotray.cli.args import build_parser, settings_from_args
 from exotray.core.settings import Settings, SettingsError, from_mapping
 
 

@@ -2,7 +2,7 @@
 
 This module is the entry point (`main`) and the commands that start something: the
 agent, the tray app, the demo. The arguments and the agent's settings are in
-cli_args.py, the commands that ask a running agent in cli_reads.py."""
+cli/args.py, the commands that ask a running agent in cli/reads.py."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from exotray.cli_args import build_parser, default_config_path, settings_from_args
-from exotray.cli_reads import (
+from exotray.cli.args import build_parser, default_config_path, settings_from_args
+from exotray.cli.reads import (
     cmd_export,
     cmd_interfaces,
     cmd_measure,

@@ -1,6 +1,6 @@
 """The command line's arguments: the parser of every sub-command (`build_parser`) and
 the agent's settings from its options and config file (`settings_from_args`). The
-commands themselves are in cli.py (what starts a process) and cli_reads.py (what asks a
+commands themselves are in cli/main.py (what starts a process) and cli/reads.py (what asks a
 running agent)."""
 
 from __future__ import annotations

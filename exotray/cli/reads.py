@@ -1,5 +1,5 @@
 """The commands that ask the local agent over its HTTP API: `exotray status`,
-`interfaces`, `export`, `measure` and `prometheus-sd` (cli.py dispatches to them)."""
+`interfaces`, `export`, `measure` and `prometheus-sd` (cli/main.py dispatches to them)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,11 @@
+"""The command line.
+
+- `main`: the entry point, and the commands that start something (the tray app, the
+  agent, the demo);
+- `args`: every sub-command's parser, and the agent's settings from options and config;
+- `reads`: the commands that ask the local agent over HTTP (`status`, `interfaces`,
+  `export`, `measure`, `prometheus-sd`).
+
+May import: `exotray.core`; `exotray.agent` and `exotray.ui` only inside the commands
+that run them, so that a short command loads neither Qt nor the agent.
+"""
