@@ -1,4 +1,4 @@
-"""Take the README's exo screenshot from the app itself (offscreen, loopback only):
+"""Take the exo screenshot of docs/exo.md from the app itself (offscreen, loopback only):
 
     .venv/bin/python scripts/screenshot_exo.py docs/screenshots
 

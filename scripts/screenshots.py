@@ -1,4 +1,4 @@
-"""Take the README's screenshots from the app itself (offscreen, loopback only):
+"""Take the screenshots of the README and docs/tray.md from the app (offscreen, loopback):
 
     .venv/bin/python scripts/screenshots.py docs/screenshots
 

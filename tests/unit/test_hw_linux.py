@@ -361,7 +361,7 @@ def test_neighbour_falls_back_to_proc_arp(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_recorded_brforward_from_a_lab_bridge(tmp_path: Path) -> None:
-    """brforward bytes read from a real bridge (this repository's lab, see the README):
+    """brforward bytes read from a real bridge (this repository's lab, see docs/testing.md):
     each peer's MAC maps to the member it was learnt on; the local entries are skipped."""
     rec = FIXTURES / "brforward"
     meta = json.loads((rec / "brforward.json").read_text())

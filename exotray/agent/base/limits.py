@@ -1,7 +1,7 @@
 """What any host on the LAN can make the agent hold or do, bounded (issue 18).
 
 Every number here is a ceiling a hostile or broken host runs into, never one a cluster of
-real agents reaches; README.md ("Limits") lists them with their defaults. Kept in one
+real agents reaches; docs/reference.md ("Limits") lists them with their defaults. Kept in one
 place so a reviewer can see them together and tests can name them.
 """
 
