@@ -264,7 +264,7 @@ class Ticker:
         # included where counted)
         rate, capacity, util, rdma, _ = self.exo.numbers_at(iface, link.target[0])
         change = link.detector.end(now, util)
-        if change is None or not change.notify:
+        if change is None:
             return
         _, at, fields = linkstats.saturation_event(
             link, change, t, now, rate, capacity, util, node=self.node_name(),

@@ -157,6 +157,8 @@ class App(QObject):
                 "notify_peers", True
             ):
                 continue
+            if ev.get("notify") is False:  # recorded within the link's cooldown: quiet
+                continue
             text = summary.notification(ev, self_name)
             if text is None:
                 continue

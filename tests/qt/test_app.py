@@ -64,6 +64,20 @@ def test_events_become_notifications(qtbot, app):
     assert app.sent[-1][0] == "Peer down: studio-2"
 
 
+def test_a_saturation_within_the_cooldown_is_recorded_not_notified(qtbot, app):
+    """Issue 34 point 10: the agent records a raise within the link's cooldown (the map
+    shows it red) with `notify: false`; the tray stays quiet for it and for its clear."""
+    link = _own_link(app)
+    app.sent.clear()
+    ev = {"seq": 30, "type": "link_saturated", "link_id": link["id"],
+          "peer_id": link["peer_id"], "peer_name": "studio-2", "local_interface": "lo",
+          "local_label": "Loopback", "utilization": 0.97, "notify": False}
+    app._events([ev, {**ev, "seq": 31, "type": "link_cleared", "utilization": 0.1}])
+    assert app.sent == []
+    app._events([{**ev, "seq": 32, "notify": True}])
+    assert [s[0] for s in app.sent] == ["Link saturated: studio-1 ⇄ studio-2"]
+
+
 def test_a_speed_drop_is_one_bubble_per_port(qtbot, app):
     app.sent.clear()
     ev = {"seq": 20, "type": "link_degraded", "node": "studio-1", "interface": "en4",

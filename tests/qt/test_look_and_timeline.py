@@ -174,6 +174,25 @@ class _CollectsWhenPainted(QGraphicsObject):
         gc.collect()
 
 
+def test_timeline_says_a_saturation_was_not_notified(window):
+    """Issue 34 point 10: the newest event is the saturation the map shows, said to be
+    within the cooldown, not the previous "back to normal"."""
+    base = {"link_id": SAT, "peer_name": "studio-2", "local_interface": "lo",
+            "local_label": "Loopback", "utilization": 0.95}
+    window.timeline.set_events([
+        {**base, "seq": 1, "at": "2026-12-03T08:00:00Z", "type": "link_saturated",
+         "notify": True},
+        {**base, "seq": 2, "at": "2026-12-03T08:00:10Z", "type": "link_cleared",
+         "utilization": 0.1, "notify": True},
+        {**base, "seq": 3, "at": "2026-12-03T08:00:30Z", "type": "link_saturated",
+         "notify": False},
+    ], NOW - DEFAULT_SPAN_S, NOW)
+    newest, cleared, first = window.timeline.rows()
+    assert newest[1].startswith("Link saturated") and newest[2].endswith(
+        "(not notified: within the cooldown)")
+    assert "not notified" not in first[2] and "not notified" not in cleared[2]
+
+
 def test_timeline_texts_are_plain_and_unknown_types_show(window, monkeypatch):
     shown: list[float] = []
     # LinkDetails.show_around comes with the charts' zoom (another branch): recorded here

@@ -86,12 +86,16 @@ def test_a_saturation_ends_where_it_was_when_the_link_moves(agent):
     title, body = notification(cleared, "a")
     assert title.startswith("Link moved:") and f"goes through {B}" in body
     # xt1 idle: nothing more; then busy: saturated there after the sustain time, its
-    # raise inside the cooldown of the first (one notification a minute per link)
+    # raise inside the cooldown of the first: recorded, not notified (one notification
+    # a minute per link, every saturation in the timeline)
     _seconds(agent, 6, {A: 12_500_000})
     assert len(_link_events(agent)) == 2 and link.state == "up"
     _seconds(agent, 4, {B: 12_500_000})
     assert link.state == "saturated" and link.saturated_on == (B, None)
-    assert len(_link_events(agent)) == 2
+    *_, again = _link_events(agent)
+    assert len(_link_events(agent)) == 3 and again["type"] == "link_saturated"
+    assert again["notify"] is False and again["local_interface"] == B
+    assert [e["notify"] for e in _link_events(agent)[:2]] == [True, True]
 
 
 def test_a_link_that_stays_put_clears_as_before(agent):

@@ -54,11 +54,12 @@ class EventSink:
         if event["type"] in ("link_saturated", "link_cleared"):
             util = event.get("utilization")
             log.warning(
-                "%s: link to %s via %s, utilization %s%s",
+                "%s: link to %s via %s, utilization %s%s%s",
                 event["type"], who, event.get("local_interface"),
                 "unknown" if util is None else f"{util:.0%}",
                 f" (it goes through {event.get('now_interface')} now)"
                 if event.get("reason") == "path_changed" else "",
+                " (within the cooldown: not notified)" if event.get("notify") is False else "",
             )
         elif event["type"] in ("link_degraded", "link_restored"):
             log.warning("%s: %s at %s Mbit/s (was %s, maximum %s)", event["type"],

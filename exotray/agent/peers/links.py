@@ -133,7 +133,8 @@ def watch_path(link: Link, now: float, carrying: bool) -> None:
 
 
 def detect(link: Link, now: float, rate: Rate | None, util: float | None) -> Transition | None:
-    """Feed the detector one reading; the change to report, if any."""
+    """Feed the detector one reading; the change to report, if any (a change within the
+    cooldown too: its event is recorded, with `notify` false, and the tray stays quiet)."""
     if rate is None:
         return None
     bytes_per_s = max(rate.rx_bytes_per_s, rate.tx_bytes_per_s)
@@ -142,7 +143,7 @@ def detect(link: Link, now: float, rate: Rate | None, util: float | None) -> Tra
     judged = q.judge(q.reading(now), bytes_per_s if link.up else None)
     change = link.detector.update(now, rate.dt, util if link.up else None,
                                   queue_high=judged.high, queue_low=judged.low)
-    return change if change is not None and change.notify else None
+    return change
 
 
 def history_row(link: Link, now: float, t: float, rate: Rate | None,
@@ -188,6 +189,9 @@ def saturation_event(link: Link, change: Transition, t: float, now: float,
         cause=change.cause,
         queue_delay_ms=r(q.queue_delay_ms, 2),
         rtt_baseline_ms=r(q.baseline_ms),
+        # False within the cooldown of the last notified raise (and for the clear that
+        # ends such a raise): the event is recorded, the tray does not notify it
+        notify=change.notify,
     ))
 
 

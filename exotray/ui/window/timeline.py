@@ -87,6 +87,8 @@ def describe(event: dict[str, Any], self_name: str) -> tuple[str, str]:
     says it, an unknown one by its name and its plain fields."""
     known = summary.notification(event, self_name)
     if known is not None:
+        if event.get("notify") is False:  # recorded within the link's cooldown
+            return known[0], f"{known[1]} (not notified: within the cooldown)"
         return known
     kind = str(event.get("type") or "event")
     what = kind.replace("_", " ").strip().capitalize() or "Event"
