@@ -26,6 +26,7 @@ from exotray.ui.client.supervisor import AgentSupervisor
 from exotray.ui.style import look
 from exotray.ui.tray import summary
 from exotray.ui.tray.icon import Tray, app_icon
+from exotray.ui.tray.instance import SingleInstance, instance_name
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +224,13 @@ def main(port: int = DEFAULT_PORT, agent_args: list[str] | None = None,
     qapp.setApplicationDisplayName("exotray")
     qapp.setQuitOnLastWindowClosed(False)  # closing the window keeps the tray
     qapp.setWindowIcon(app_icon())
+    # one tray app per user and agent: a second one shows the first's window and exits
+    instance = SingleInstance(instance_name(port, state_dir or paths.state_dir()))
+    if not instance.claim():
+        print("exotray is already running: its window is shown.", file=sys.stderr)
+        return 0
     app = App(port=port, agent_args=agent_args, state_dir=state_dir)
+    instance.showRequested.connect(lambda: app.open_window())
     app.start()
     # Ctrl-C / SIGTERM quit cleanly (and stop the agent); a timer lets Python see them.
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -238,4 +245,6 @@ def main(port: int = DEFAULT_PORT, agent_args: list[str] | None = None,
     except KeyboardInterrupt:
         app.quit()
         return 0
+    finally:
+        instance.release()
 
