@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from exotray import __version__
-from exotray.core import paths
+from exotray.core import configfile, paths
 from exotray.core.settings import (
     CAPTEST_SECONDS,
     CAPTEST_STREAMS,
@@ -20,8 +20,6 @@ from exotray.core.settings import (
     SHARING,
     Settings,
     SettingsError,
-    from_mapping,
-    load_file,
     parse_capacity,
     parse_peer,
 )
@@ -47,6 +45,10 @@ def _ranged(kind: type, lo: float, hi: float, unit: str = "") -> Callable[[str],
     parse.__name__ = kind.__name__  # argparse's "invalid int value" wording, if ever used
     return parse
 
+
+#: `prometheus-sd --refresh`: at least a second (each rewrite asks the agent for the whole
+#: cluster view), at most a day
+SD_REFRESH_S = (1.0, 86400.0)
 
 #: an agent's port: 1..65535 (0, "any free port", would leave peers and the tray unable to
 #: find it, and the capacity test's port is derived from it)
@@ -95,7 +97,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     base = Settings()
     config = args.config or (str(default_config_path()) if default_config_path().exists() else None)
     if config:
-        base = from_mapping(load_file(config), base)
+        base = configfile.read(config, base)  # names the file, the line and the key
     over: dict = {}
     for opt, key in (("name", "name"), ("port", "port"), ("bind", "bind"),
                      ("interval", "interval"), ("threshold", "threshold"),
@@ -182,7 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
     sd = sub.add_parser("prometheus-sd",
                         help="write a Prometheus file_sd_configs file of every agent")
     sd.add_argument("--output", "-o", help="file to keep up to date (default: stdout)")
-    sd.add_argument("--refresh", type=float, default=30.0, help="seconds between rewrites")
+    sd.add_argument("--refresh", type=_ranged(float, *SD_REFRESH_S, " s"), default=30.0,
+                    metavar="SECONDS",
+                    help=f"seconds between rewrites, {SD_REFRESH_S[0]:g}..{SD_REFRESH_S[1]:g} "
+                         "(default 30)")
     sd.add_argument("--once", action="store_true", help="write once and exit")
     sd.add_argument("--port", type=PORT, default=DEFAULT_PORT, help="the local agent's port")
     sd.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)

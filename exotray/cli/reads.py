@@ -66,10 +66,15 @@ def _find_link(cluster: dict, wanted: str) -> dict:
                                              lk["peer_address"])]
     if len(hits) == 1:
         return hits[0]
-    choices = ", ".join(f"{lk['id']} ({lk.get('peer_name') or lk['peer_address']} via "
-                        f"{lk.get('local_interface')})" for lk in links) or "none"
     what = "is ambiguous" if hits else "matches no link of this node"
-    raise SystemExit(f"exotray export: {wanted!r} {what}; links: {choices}")
+    raise SystemExit(f"exotray export: {wanted!r} {what}; links: {_choices(links)}")
+
+
+def _choices(links: list[dict]) -> str:
+    """This node's links as a user can name them: "ID (PEER via IFACE), …"."""
+    return ", ".join(f"{lk['id']} ({lk.get('peer_name') or lk['peer_address']}"
+                     + (f" via {lk['local_interface']})" if lk.get("local_interface") else ")")
+                     for lk in links) or "none"
 
 
 #: rows an export asks the agent for at most (its /v1/history bound)
@@ -128,15 +133,69 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _names_a_peer(cluster: dict, wanted: str) -> bool:
+    """Whether `wanted` names any peer or link the local agent knows: by name, id,
+    address, address:port or the HOST:PORT given to --peer. A superset of what its
+    measure endpoint accepts (agent/http/measuring.py pick_link), so that a name it
+    would take is never refused here; it says why when the link is down or ambiguous."""
+    names: set[str] = set()
+    for lk in (cluster.get("nodes") or [{}])[0].get("links", []):
+        names |= {lk.get("peer_name"), lk.get("peer_id"), lk.get("peer_address"),
+                  f"{lk.get('peer_address')}:{lk.get('peer_port')}"}
+    for peer in cluster.get("peers", []):
+        names |= {peer.get("key"), peer.get("id"), peer.get("name")}
+        for address in peer.get("addresses") or []:
+            names |= {address, address.rsplit(":", 1)[0]}
+    return wanted in names
+
+
+def _control_refused(args: argparse.Namespace, token: str) -> tuple[int, str] | None:
+    """The agent's status and error when its control endpoints refuse us (a token from
+    another agent's state dir: 401), else None. Asked before "measuring…", which
+    would otherwise come first."""
+    import httpx
+
+    try:
+        r = httpx.get(f"http://{args.host}:{args.port}/v1/control/settings",
+                      headers={"authorization": f"Bearer {token}"}, timeout=5.0,
+                      trust_env=False)
+    except httpx.HTTPError:
+        return None  # the measurement's own request says what went wrong
+    if r.status_code not in (401, 403):
+        return None
+    try:
+        return r.status_code, str(r.json().get("error", r.text))
+    except ValueError:
+        return r.status_code, r.text
+
+
 def cmd_measure(args: argparse.Namespace) -> int:
     import httpx
 
-    _get(args, "/v1/snapshot")  # an agent answers (or exit saying so) before "measuring…"
+    # An agent answers (or exit saying so), knows the peer and takes our token, all
+    # before "measuring…".
+    cluster = _get(args, "/v1/cluster")
     state = Path(args.state_dir) if args.state_dir else paths.state_dir()
+    given = "given with --state-dir" if args.state_dir else "the default"
     token = paths.read_token(state)
     if token is None:
-        print(f"exotray measure: no control token in {state} (is the agent running as this "
-              "user? give --state-dir)", file=sys.stderr)
+        print(f"exotray measure: no control token in {state} ({given}; the agent writes "
+              f"{paths.TOKEN_FILE} there when it starts): give the agent's own state dir "
+              "with --state-dir DIR, and run this as the agent's user", file=sys.stderr)
+        return 1
+    refused = _control_refused(args, token)
+    if refused is not None:
+        status, error = refused
+        print(f"exotray measure: the agent at {args.host}:{args.port} refused the control "
+              f"token in {state} ({given}): {error}."
+              + ("\nThat is another agent's state dir: give this agent's, the one it was "
+                 "started with, as --state-dir DIR." if status == 401 else ""),
+              file=sys.stderr)
+        return 1
+    if not _names_a_peer(cluster, args.peer):
+        links = (cluster.get("nodes") or [{}])[0].get("links", [])
+        print(f"exotray measure: no link to {args.peer!r}; this node's links: "
+              f"{_choices(links)}", file=sys.stderr)
         return 1
     body = {"peer": args.peer, "seconds": args.seconds, "streams": args.streams}
     if args.interface:

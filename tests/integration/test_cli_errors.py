@@ -225,6 +225,43 @@ def test_export_and_sd_to_an_unwritable_place_say_so(lone_agent, tmp_path):
     assert r.returncode == 1 and f"cannot write {tmp_path}: Is a directory" in r.stderr
 
 
+def test_prometheus_sd_refresh_bounds_are_stated():
+    for value in ("0", "-5", "nan", "1e9"):
+        r = run("prometheus-sd", "--refresh", value, "--port", "9")
+        assert r.returncode == 2, r.stderr
+        assert "usage: exotray prometheus-sd" in r.stderr
+        assert f"--refresh: must be 1..86400 s, not {value}" in r.stderr
+        assert "Traceback" not in r.stderr
+    assert "1..86400" in run("prometheus-sd", "--help").stdout
+
+
+def test_measure_names_the_state_dir_whose_token_it_tried(lone_agent, tmp_path):
+    port = str(lone_agent.port)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "control_token").write_text("y" * 40 + "\n")  # another agent's token
+    r = run("measure", "127.0.0.1", "--port", port, "--state-dir", str(other))
+    assert r.returncode == 1, r.stderr
+    assert f"refused the control token in {other} (given with --state-dir)" in r.stderr
+    assert "--state-dir DIR" in r.stderr
+    assert "measuring" not in r.stderr and "Traceback" not in r.stderr
+    # without --state-dir: the default one, by name
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "xdg")}
+    r = run("measure", "127.0.0.1", "--port", port, env=env)
+    assert r.returncode == 1, r.stderr
+    assert f"no control token in {tmp_path / 'xdg' / 'exotray'} (the default" in r.stderr
+    assert "--state-dir DIR" in r.stderr and "measuring" not in r.stderr
+
+
+def test_measure_an_unknown_peer_says_so_before_measuring(lone_agent):
+    r = run("measure", "nosuchpeer", "--port", str(lone_agent.port),
+            "--state-dir", str(lone_agent.state))
+    assert r.returncode == 1, r.stderr
+    assert "no link to 'nosuchpeer'; this node's links: " in r.stderr
+    assert "(127.0.0.1" in r.stderr  # the links it has, to choose from
+    assert "measuring" not in r.stderr and "Traceback" not in r.stderr
+
+
 # -- scripts/dev -----------------------------------------------------------------------
 
 def test_scripts_dev_without_arguments_prints_its_usage_only():
