@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from exotray import __version__
-from exotray.core import paths
+from exotray.core import fmt, paths
 from exotray.core.settings import (
     CAPTEST_SECONDS,
     CAPTEST_STREAMS,
@@ -29,6 +29,27 @@ from exotray.core.settings import (
 
 def default_config_path() -> Path:
     return paths.config_file()
+
+
+def units_preference(config: Path | None = None) -> str:
+    """The user's unit system for rates, "bytes" or "bits": `units` in the config file
+    (the tray app's Preferences save it there), else bytes. A file the agent would
+    refuse is the agent's to report; here it only means no preference."""
+    import tomllib
+
+    try:
+        with open(config or default_config_path(), "rb") as f:
+            value = tomllib.load(f).get("units")
+    except (OSError, ValueError):  # (tomllib.TOMLDecodeError is a ValueError)
+        return "bytes"
+    return value if value in fmt.UNITS else "bytes"
+
+
+def _units_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--units", choices=fmt.UNITS,
+                   help="show rates, speeds and capacities in bytes/s or bits/s (default: "
+                        "`units` in the config file, as the tray app's Preferences set it; "
+                        "else bytes)")
 
 
 def _ranged(kind: type, lo: float, hi: float, unit: str = "") -> Callable[[str], float]:
@@ -169,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="what the local agent knows of each interface: kind, speed, "
                              "capacity and its source, bridge members, counters")
     it.add_argument("--json", action="store_true", help="print /v1/interfaces as JSON")
+    _units_option(it)
     it.add_argument("--port", type=PORT, default=DEFAULT_PORT, help="the local agent's port")
     it.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     me = sub.add_parser("measure", help="measure a link's capacity with a bulk TCP transfer")
@@ -181,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"parallel TCP streams, {CAPTEST_STREAMS[0]}..{CAPTEST_STREAMS[1]} "
                          "(default 4)")
     me.add_argument("--state-dir", help="the local agent's state dir (for its control token)")
+    _units_option(me)
     me.add_argument("--port", type=PORT, default=DEFAULT_PORT, help="the local agent's port")
     me.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     sd = sub.add_parser("prometheus-sd",
@@ -195,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     sd.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     st = sub.add_parser("status", help="the cluster as the local agent sees it")
     st.add_argument("--json", action="store_true", help="print /v1/cluster as JSON")
+    _units_option(st)
     st.add_argument("--port", type=PORT, default=DEFAULT_PORT, help="the local agent's port")
     st.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     return parser

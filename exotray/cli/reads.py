@@ -9,7 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from exotray.core import paths
+from exotray.cli.args import units_preference
+from exotray.core import fmt, paths
 from exotray.core.status import status_lines
 
 
@@ -29,13 +30,20 @@ def _show(args: argparse.Namespace, path: str, lines) -> int:
     return 0
 
 
+def _use_units(args: argparse.Namespace) -> None:
+    """Every rate, speed and capacity of the output in one unit system, the user's."""
+    fmt.set_units(args.units or units_preference())
+
+
 def cmd_status(args: argparse.Namespace) -> int:
+    _use_units(args)
     return _show(args, "/v1/cluster", status_lines)
 
 
 def cmd_interfaces(args: argparse.Namespace) -> int:
     from exotray.core.status import interface_lines
 
+    _use_units(args)
     return _show(args, "/v1/interfaces", interface_lines)
 
 
@@ -172,6 +180,7 @@ def _control_refused(args: argparse.Namespace, token: str) -> tuple[int, str] | 
 def cmd_measure(args: argparse.Namespace) -> int:
     import httpx
 
+    _use_units(args)
     # An agent answers (or exit saying so), knows the peer and takes our token, all
     # before "measuring…".
     cluster = _get(args, "/v1/cluster")
@@ -218,8 +227,10 @@ def cmd_measure(args: argparse.Namespace) -> int:
         print(f"exotray measure: {data.get('error', r.text)}", file=sys.stderr)
         return 1
     kept = data.get("capacity_of", data["interface"])  # (an agent from before it said)
+    up, down = (fmt.speed(m) if m else fmt.rate(0)
+                for m in (data["up_mbit_s"], data["down_mbit_s"]))
     print(f"{data.get('peer_name') or data['peer']} via {data['interface']}: "
-          f"{data['up_mbit_s']} Mbit/s up, {data['down_mbit_s']} Mbit/s down "
+          f"{up} up, {down} down "
           f"({data['streams']} streams, {data['seconds']:g} s each way); "
           + (f"now the capacity of {kept}" if kept else "nothing came through"
              if not (data["up_mbit_s"] or data["down_mbit_s"]) else

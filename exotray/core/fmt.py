@@ -13,7 +13,8 @@ def set_units(units: str) -> None:
     """Show every rate (rate, capacity_rate, capacity_other) in bytes/s or in bits/s.
 
     One switch for the whole process, so that no caller has to pass it along: the tray
-    app sets it from its Preferences; the command line keeps bytes/s."""
+    app sets it from its Preferences, the command line from --units or the same
+    preference in the config file."""
     global _units
     if units not in UNITS:
         raise ValueError(f"units must be one of {', '.join(UNITS)}, not {units!r}")
@@ -121,6 +122,12 @@ def bit_rate(bytes_per_s: float | None) -> str:
     if bytes_per_s is None or bytes_per_s <= 0:
         return "unknown"
     return _sig3(bytes_per_s * 8, _BIT_UNITS)
+
+
+def speed(mbit: float | None) -> str:
+    """A link speed or a measured capacity given in Mbit/s, in the rates' unit at 3
+    significant digits: 10 Gbit/s or 1.25 GB/s; "unknown" when it is not known."""
+    return capacity_rate(mbit * 1e6 / 8 if mbit else None)
 
 
 def utilization(ratio: float | None, capacity_bytes_per_s: float | None) -> str:

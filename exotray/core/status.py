@@ -150,12 +150,14 @@ def diagnostics(cluster: dict) -> list[str]:
 
 
 def _mbit(value: float | None) -> str:
-    return fmt.mbit(value) if value else "?"
+    """A speed in Mbit/s in the rates' unit (the table has one unit system, fmt's)."""
+    return fmt.speed(value) if value else "?"
 
 
 def interface_lines(report: dict) -> list[str]:
     """`exotray interfaces`: one row per interface, then what the row rests on (members,
-    where a speed came from, which links take their numbers from it)."""
+    where a speed came from, which links take their numbers from it). Speeds,
+    capacities and rates all in fmt's units."""
     rows = [("NAME", "KIND", "LABEL", "UP", "SPEED", "CAPACITY", "RX", "TX")]
     notes: list[str] = []
     for it in report.get("interfaces", []):
@@ -164,7 +166,7 @@ def interface_lines(report: dict) -> list[str]:
             speed += f" of {_mbit(it['max_speed_mbit'])}"
         if it.get("phy_rate"):
             speed += " (PHY)"
-        cap = fmt.bit_rate(it.get("capacity_bytes_per_s"))
+        cap = fmt.capacity_rate(it.get("capacity_bytes_per_s"))
         if it.get("capacity_source") not in (None, "unknown"):
             cap += f" ({it['capacity_source']})"
         rows.append((it["name"], it["kind"], it["label"], "up" if it["up"] else "down", speed,

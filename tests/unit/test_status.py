@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from exotray.core import fmt
 from exotray.core.status import status_lines as _status_lines
+
+
+@pytest.fixture(params=fmt.UNITS)
+def units(request) -> Iterator[str]:
+    fmt.set_units(request.param)
+    yield request.param
+    fmt.set_units("bytes")
 
 LINK = {
     "peer_name": "studio-2", "peer_address": "10.0.0.2", "local_interface": "bridge0",
@@ -65,33 +78,52 @@ def test_no_links():
     assert lines[0] == "no links yet."
 
 
+REPORT = {"interfaces": [
+    {"name": "bridge0", "kind": "thunderbolt", "label": "Thunderbolt Bridge", "up": True,
+     "members": ["en2", "en3"], "bridge": True, "speed_mbit": 80000,
+     "max_speed_mbit": 120000, "speed_source": "system_profiler", "phy_rate": False,
+     "capacity_bytes_per_s": 1e10, "capacity_source": "kind", "links": []},
+    {"name": "en3", "kind": "thunderbolt", "label": "Thunderbolt 2", "up": True,
+     "members": [], "speed_mbit": 40000, "max_speed_mbit": 120000,
+     "speed_source": "system_profiler", "degraded_at_mbit": 40000,
+     "capacity_bytes_per_s": 5e9, "capacity_source": "measured",
+     "capacity_measured_at": "2026-12-01T04:00:00.000Z", "rx_bytes_per_s": 1.5e9,
+     "links": [{"peer": "studio-2", "peer_address": "169.254.3.2",
+                "local_interface": "bridge0", "member_interface": "en3"}]},
+    {"name": "en0", "kind": "wifi", "label": "Wi-Fi", "up": False, "members": [],
+     "speed_mbit": 866.0, "phy_rate": True, "speed_source": "corewlan",
+     "capacity_bytes_per_s": None, "capacity_source": "unknown", "links": []},
+]}
+
+
 def test_interface_lines_say_speed_capacity_members_and_carried_links():
     from exotray.core.status import interface_lines
 
-    report = {"interfaces": [
-        {"name": "bridge0", "kind": "thunderbolt", "label": "Thunderbolt Bridge", "up": True,
-         "members": ["en2", "en3"], "bridge": True, "speed_mbit": 80000,
-         "max_speed_mbit": 120000, "speed_source": "system_profiler", "phy_rate": False,
-         "capacity_bytes_per_s": 1e10, "capacity_source": "kind", "links": []},
-        {"name": "en3", "kind": "thunderbolt", "label": "Thunderbolt 2", "up": True,
-         "members": [], "speed_mbit": 40000, "max_speed_mbit": 120000,
-         "speed_source": "system_profiler", "degraded_at_mbit": 40000,
-         "capacity_bytes_per_s": 5e9, "capacity_source": "measured",
-         "capacity_measured_at": "2026-12-01T04:00:00.000Z", "rx_bytes_per_s": 1.5e9,
-         "links": [{"peer": "studio-2", "peer_address": "169.254.3.2",
-                    "local_interface": "bridge0", "member_interface": "en3"}]},
-        {"name": "en0", "kind": "wifi", "label": "Wi-Fi", "up": False, "members": [],
-         "speed_mbit": 866.0, "phy_rate": True, "speed_source": "corewlan",
-         "capacity_bytes_per_s": None, "capacity_source": "unknown", "links": []},
-    ]}
-    lines = interface_lines(report)
+    lines = interface_lines(REPORT)
     assert lines[0].split() == ["NAME", "KIND", "LABEL", "UP", "SPEED", "CAPACITY", "RX", "TX"]
-    assert "80 Gb/s of 120 Gb/s" in lines[1] and "80 Gbit/s (kind)" in lines[1]
-    assert "40 Gb/s of 120 Gb/s" in lines[2] and "(measured)" in lines[2]
-    assert "866 Mb/s (PHY)" in lines[3] and "down" in lines[3] and "unknown" in lines[3]
+    assert "10 GB/s of 15 GB/s" in lines[1] and "10 GB/s (kind)" in lines[1]
+    assert "5 GB/s of 15 GB/s" in lines[2] and "(measured)" in lines[2]
+    assert "108 MB/s (PHY)" in lines[3] and "down" in lines[3] and "unknown" in lines[3]
     notes = lines[lines.index("") + 1:]
     assert "bridge0: bridge of en2, en3" in notes
-    assert "en3: degraded, at 40 Gb/s of 120 Gb/s" in notes
+    assert "en3: degraded, at 5 GB/s of 15 GB/s" in notes
     assert ("en3: the link to studio-2 (169.254.3.2) counts traffic on its member of "
             "bridge0") in notes
     assert "en0: speed from corewlan" in notes
+
+
+def test_interface_lines_have_one_unit_system_the_users(units):
+    """Speeds, capacities and rates in one table: all in bytes/s or all in bits/s, as
+    fmt's units say (issue 34 point 18: "10 Gb/s", "10 Gbit/s" and "57.2 kB/s" in one)."""
+    from exotray.core.status import interface_lines
+
+    text = "\n".join(interface_lines(REPORT) + _status_lines(_cluster()))
+    if units == "bits":
+        assert "80 Gbit/s of 120 Gbit/s" in text and "80 Gbit/s (kind)" in text
+        assert "866 Mbit/s (PHY)" in text and "12.0 Gbit/s" in text  # rx 1.5 GB/s
+        assert "en3: degraded, at 40 Gbit/s of 120 Gbit/s" in text
+        assert not re.search(r"\d [kMG]?B/s", text), text
+    else:
+        assert "1.5 GB/s" in text
+        assert "bit/s" not in text, text
+    assert not re.search(r"\d [MG]b/s", text), text  # nor the sales spelling of a speed
