@@ -52,7 +52,7 @@ from exotray.agent.share.stream import StreamSharing
 from exotray.agent.share.watch import Watch
 from exotray.agent.ticking import Ticker
 from exotray.core import paths
-from exotray.core.events import EventLog
+from exotray.core.events import EventLog, iso
 from exotray.core.settings import Settings, parse_peer
 
 if TYPE_CHECKING:
@@ -129,7 +129,8 @@ class Agent:
             clock=clock, wall=self.wall, monitor=self.monitor, table=self.table,
             prober=self.prober, exo=self.exo, sharing=lambda: self.sharing, store=self.store,
             events=self.events, throttled=self._throttled, paused=lambda: self.paused,
-            node_name=lambda: self.settings.name, update_ifaces=self._update_ifaces)
+            node_name=lambda: self.settings.name, update_ifaces=self._update_ifaces,
+            testing=lambda after: self.captest.testing(after) if self.captest else frozenset())
         self.loops = Loops(clock)
         for spec in settings.peers:
             self.table.add_manual(*parse_peer(spec))
@@ -168,6 +169,15 @@ class Agent:
 
     def _hw_event(self, type_: str, **fields: Any) -> None:
         self.events.emit(type_, self.wall(self.clock()), node=self.settings.name, **fields)
+
+    def _capacity_tested(self, host: str, started: float, ended: float, role: str) -> None:
+        """A capacity test with `host` ended: its interval, on each link to that host (its
+        traffic was not judged as their load)."""
+        for link in [lk for lk in self.table.links.values() if lk.target[0] == host]:
+            self.events.emit("capacity_test", ended, link_id=link.id, peer_id=link.peer.id,
+                             peer_name=link.peer.name or link.peer.key, node=self.settings.name,
+                             local_interface=link.local_interface, started_at=iso(started),
+                             seconds=round(ended - started, 1), role=role)
 
     def _peer_event(self, peer: Peer, up: bool, why: str) -> None:
         self.events.emit("peer_up" if up else "peer_down", self.wall(self.clock()),
@@ -308,6 +318,7 @@ class Agent:
         # Listens only during a consented test, on an ephemeral port (or capacity_port).
         self.captest = CapacityTester(s.bind, s.capacity_port or None, allow=s.allow_capacity_tests,
                                       known=self.table.answered, key=lambda: self.key)
+        self.captest.on_done = self._capacity_tested
         self._server = make_server(create_app(self, lazy_registry(self),
                                               self.sharing.routes()))
         # Kinds first: mDNS skips VPN interfaces by their kind.

@@ -57,12 +57,17 @@ class Ticker:
                  exo: ExoWatch, sharing: Callable[[], Sharing], store: HistoryStore,
                  events: EventLog, throttled: Throttled, paused: Callable[[], bool],
                  node_name: Callable[[], str],
-                 update_ifaces: Callable[[dict[str, sampler.NicInfo], float], bool]) -> None:
+                 update_ifaces: Callable[[dict[str, sampler.NicInfo], float], bool],
+                 testing: Callable[[float], frozenset[str]] = lambda _after: frozenset(),
+                 ) -> None:
         self.clock, self.wall = clock, wall
         self.monitor, self.table, self.prober, self.exo = monitor, table, prober, exo
         self.sharing, self.store, self.events = sharing, store, events
         self._throttled, self.paused, self.node_name = throttled, paused, node_name
         self.update_ifaces = update_ifaces
+        #: peer hosts with a capacity test's traffic in the rates (http/captest.py)
+        self.testing = testing
+        self._tested: tuple[int, frozenset[str]] = (-1, frozenset())
         self.last_sample: float | None = None
         self.own = pacing.OwnTraffic()
         #: rtnetlink's change notices (sampler.NicChanges), opened by the first full tick
@@ -213,6 +218,15 @@ class Ticker:
         return lambda lk: lk.busy_until > now or carrier(lk.local_interface,
                                                           lk.target[0]) in hot
 
+    def _under_test(self) -> frozenset[str]:
+        """The local interfaces carrying a capacity test's traffic, once per tick."""
+        if self._tested[0] != self.count:
+            hosts = self.testing(2 * self.tick_s * self.per_interval)
+            self._tested = (self.count, frozenset(
+                lk.local_interface for lk in self.table.links.values()
+                if hosts and lk.target[0] in hosts and lk.local_interface))
+        return self._tested[1]
+
     def judge(self, link: Link, t: float, full: bool = True, now: float | None = None,
               ) -> LinkNumbers:
         """Feed the link's detector (on a tick that is not `full`, only when it may be
@@ -232,6 +246,11 @@ class Ticker:
             return numbers
         own = self.own.peak  # a frame's burst to the followers is not traffic to judge
         if not full and link.busy_until <= now and not pacing.may_be_busy(link, rate, util, own):
+            return numbers
+        if link.local_interface in self._under_test():
+            # a capacity test fills this interface: its bytes are not the links' load
+            # (the test is an event of its own, capacity_test)
+            link.detector.skip()
             return numbers
         change = linkstats.detect(link, now, rate, util)
         if not link.detector.saturated:

@@ -11,7 +11,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 EVENT_TYPES = ("peer_up", "peer_down", "link_saturated", "link_cleared", "link_degraded",
-               "link_restored", "exo_slow_path", "exo_slow_path_cleared")
+               "link_restored", "exo_slow_path", "exo_slow_path_cleared", "capacity_test")
 
 
 def iso(ts: float) -> str:

@@ -73,6 +73,11 @@ class SaturationDetector:
         cause, self.cause = self.cause, None
         return Transition(False, self._raise_notified, at, util, cause)
 
+    def skip(self) -> None:
+        """A reading that is not the link's own load (a capacity test's traffic on its
+        interface): no transition, and no run of samples either way goes on through it."""
+        self._since = self._util_since = self._queue_since = None
+
     @property
     def pending(self) -> bool:
         """A run of samples pointing the other way has started (towards a raise, or

@@ -115,7 +115,7 @@ def test_ring_size_default_span() -> None:
 def test_event_types() -> None:
     assert EVENT_TYPES == ("peer_up", "peer_down", "link_saturated", "link_cleared",
                            "link_degraded", "link_restored", "exo_slow_path",
-                           "exo_slow_path_cleared")
+                           "exo_slow_path_cleared", "capacity_test")
 
 
 @pytest.mark.parametrize(

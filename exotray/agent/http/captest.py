@@ -54,6 +54,10 @@ MIN_STREAMS, MAX_STREAMS = CAPTEST_STREAMS
 #: hard byte cap per direction: 30 s at 100 Gbit/s
 MAX_BYTES = int(MAX_SECONDS * 100e9 / 8)
 CHUNK = 256 * 1024
+#: after a test its bytes stay in the rates for an interval (sliding averages): links
+#: over its interface are not judged for saturation until this long after it ended
+#: (at least; the agent passes two intervals where that is longer)
+MARK_AFTER_S = 3.0
 _HEADER_MAX = 512
 
 
@@ -102,7 +106,13 @@ class CapacityTester:
         #: the open session's listening port, None between sessions
         self.port: int | None = None
         self.allow = allow
-        self.busy_with: str | None = None
+        self._busy_with: str | None = None
+        self._busy_since = 0.0  # wall clock when the current test began
+        self._role = "initiator"
+        #: host -> when its last test ended (clock): its traffic is still in the rates
+        self._ended: dict[str, float] = {}
+        #: called with (host, started, ended (wall clock), role) when a test ends
+        self.on_done: Callable[[str, float, float, str], None] | None = None
         self.session: Session | None = None
         self._server: asyncio.base_events.Server | None = None
         self._zero = bytes(CHUNK)
@@ -144,6 +154,36 @@ class CapacityTester:
         self.port = None
 
     # -- responder ------------------------------------------------------------------------
+    @property
+    def busy_with(self) -> str | None:
+        """The host a test runs with, either role (None between tests)."""
+        return self._busy_with
+
+    def _begin(self, host: str, role: str) -> None:
+        self._busy_with, self._role, self._busy_since = host, role, time.time()
+
+    def _end(self, report: bool = True) -> None:
+        host, self._busy_with = self._busy_with, None
+        if host is None:
+            return
+        now = self.clock()
+        self._ended = {h: t for h, t in self._ended.items() if now - t < 60.0}  # (bounded)
+        self._ended[host] = now
+        if report and self.on_done is not None:
+            try:
+                self.on_done(host, self._busy_since, time.time(), self._role)
+            except Exception:  # a report must not break the test's cleanup
+                log.exception("reporting the capacity test with %s", host)
+
+    def testing(self, after_s: float = MARK_AFTER_S) -> frozenset[str]:
+        """Hosts whose test traffic is in this node's rates now: a test running, or one
+        that ended within `after_s` (the rates are sliding averages)."""
+        now = self.clock()
+        hosts = {h for h, t in self._ended.items() if now - t < max(after_s, MARK_AFTER_S)}
+        if self._busy_with is not None:
+            hosts.add(self._busy_with)
+        return frozenset(hosts)
+
     async def grant(self, peer_host: str, seconds: float, streams: int) -> dict[str, Any]:
         """Consent to a test from peer_host (HTTP API) and open the session's listener;
         raises Busy, PermissionError or PortUnavailable."""
@@ -171,11 +211,11 @@ class CapacityTester:
                                   f"{L.CAPTEST_WINDOW_S:g} s; try again later")
             recent.append(now)
         token = secrets.token_hex(16)
-        self.busy_with = peer_host
+        self._begin(peer_host, "responder")
         try:
             port = await self._listen()
         except BaseException:  # port taken, out of fds, cancelled: the slot stays free
-            self.busy_with = None
+            self._end(report=False)  # (no test ran)
             self._close_listener()
             raise
         self.session = Session(token, peer_host, seconds, streams, accepted={})
@@ -186,7 +226,7 @@ class CapacityTester:
     def _expire(self, token: str) -> None:
         if self.session is not None and self.session.token == token:
             self.session = None
-            self.busy_with = None
+            self._end()
             self._close_listener()
 
     def finish(self, token: str) -> dict[str, Any] | None:
@@ -195,7 +235,7 @@ class CapacityTester:
         if s is None or s.token != token:
             return None
         self.session = None
-        self.busy_with = None
+        self._end()
         self._close_listener()
         dur = (s.up_last - s.up_first) if s.up_first and s.up_last else 0.0
         return {"up_bytes": s.up_bytes, "up_seconds": dur}
@@ -279,7 +319,7 @@ class CapacityTester:
                    who: str, options: list[tuple[int, int, Any]]) -> dict[str, Any]:
         if self.busy_with is not None:
             raise Busy(f"a capacity test with {self.busy_with} is running; try again shortly")
-        self.busy_with = host
+        self._begin(host, "initiator")
         grant: dict[str, Any] | None = None
         try:
             ask = json.dumps({"seconds": seconds, "streams": streams, "from": who}).encode()
@@ -326,7 +366,7 @@ class CapacityTester:
                 log.info("capacity test with %s cancelled", host)
             raise
         finally:
-            self.busy_with = None
+            self._end()
 
     @staticmethod
     async def _release(http: httpx.AsyncClient, host: str, api_port: int, token: str) -> None:

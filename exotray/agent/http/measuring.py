@@ -71,5 +71,8 @@ async def measure(link: Link, *, tester: CapacityTester, clients: HttpClients,
              result["up_mbit_s"], result["down_mbit_s"])
     # capacity_of: the interface that now has this capacity (the bridge's cable), None
     # when it was not kept
+    # override_mbit: the user's capacity for that interface, which stays in force (a
+    # measured capacity comes after a setting: core/capacity.py)
     return {**result, "link_id": link.id, "interface": link.local_interface,
-            "capacity_of": carrier if kept else None, "peer_name": link.peer.name}
+            "capacity_of": carrier if kept else None, "peer_name": link.peer.name,
+            "override_mbit": monitor.settings.capacity.get(carrier) if carrier else None}
