@@ -18,8 +18,8 @@ from exotray.ui.demo import PacedStream
 
 def test_tray_icon_embedded_and_saturation_notifies(tmp_path):
     pa, pb = free_port(), free_port()
-    # 2 Mbit/s of "capacity" on loopback: 270 kB/s saturates it (and stays under the
-    # 1.5x that the agent would reject as an impossible rate).
+    # 2 Mbit/s of "capacity" on loopback: 270 kB/s saturates it (a capacity given with
+    # --capacity is no bound on what is counted: only a port's own speed is, docs/agent.md).
     a = AgentProc(tmp_path, "studio-1", pa, [pb], "--capacity", "lo=2", "--sustain", "2")
     b = AgentProc(tmp_path, "studio-2", pb, [pa])
     app = None
