@@ -369,3 +369,32 @@ def test_release_unlinks_the_charts_before_they_go(qtbot: Any, details: LinkDeta
     lat.setXRange(t0 + 5, t1, padding=0)
     qtbot.wait(10)
     assert bw.viewRange()[0] == pytest.approx([t0, t0 + 10], abs=0.5)  # no longer
+
+
+def test_a_capacity_test_is_marked_and_does_not_rescale_the_traffic_axis(
+        qtbot: Any, details: LinkDetails, history: dict, link: dict) -> None:
+    """Issue 34 point 8: a capacity test's burst (here 1.4 GB/s for 4 s, against a
+    50 Mbit/s link) is shaded as "capacity test", and the traffic axis stays fitted to
+    the link's own traffic and capacity."""
+    from exotray.core.events import iso
+
+    t = history["t"]
+    burst = dict(history, tx_bytes_per_s=[
+        1.4e9 if t[10] <= x <= t[14] else v for x, v in zip(t, history["tx_bytes_per_s"],
+                                                            strict=True)])
+    details.set_history(burst)
+    details.flush()
+    bw = details.charts.bandwidth_plot.getPlotItem()
+    assert bw.getViewBox().viewRange()[1][1] > 1e9  # unmarked, the burst sets the axis
+    details.set_tests([{"type": "capacity_test", "started_at": iso(t[10] - 0.5),
+                        "at": iso(t[14] + 0.5), "seconds": 5.0, "link_id": link["id"]}])
+    details.flush()
+    (region,) = details.charts.test_regions()
+    assert region.getRegion() == pytest.approx((t[10] - 0.5, t[14] + 0.5), abs=0.01)
+    top = bw.getViewBox().viewRange()[1][1]
+    own = max(v for x, v in zip(t, history["tx_bytes_per_s"], strict=True)
+              if not t[10] <= x <= t[14])
+    assert top == pytest.approx(max(own, link["capacity_bytes_per_s"]) * 1.12, rel=0.01)
+    details.set_tests([])
+    details.flush()
+    assert details.charts.test_regions() == []

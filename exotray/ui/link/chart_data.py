@@ -10,6 +10,7 @@ and what is loaded whether a new answer is needed, and builds its query. No Qt h
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -135,9 +136,15 @@ class Loaded:
         row["step_s"] = self.step_s
         return row
 
-    def top(self, x0: float, x1: float, *columns: str) -> float | None:
-        """The largest known value of `columns` between x0 and x1."""
-        seen = (self.cols["t"] >= x0) & (self.cols["t"] <= x1)
+    def top(self, x0: float, x1: float, *columns: str,
+            besides: Sequence[tuple[float, float]] = ()) -> float | None:
+        """The largest known value of `columns` between x0 and x1, leaving out the rows
+        in the `besides` intervals (a capacity test's traffic is not the link's load: the
+        axis is not fitted to it)."""
+        t = self.cols["t"]
+        seen = (t >= x0) & (t <= x1)
+        for a, b in besides:
+            seen &= (t < a) | (t > b)
         values = [a[seen] for c in columns if len(a := self.cols[c])]
         values = [v[np.isfinite(v)] for v in values]
         values = [v for v in values if len(v)]

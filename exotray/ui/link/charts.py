@@ -41,6 +41,10 @@ def _traffic_title() -> str:
     return title("Interface traffic", [("line", theme.RX, "rx"), ("line", theme.TX, "tx")])
 
 
+#: capacity tests marked on the charts at once (the newest)
+MAX_TEST_REGIONS = 8
+
+
 class LinkCharts:
     """Latency above interface traffic, time-linked, with a crosshair read-out above
     both; `layout` holds the three for the details view to place."""
@@ -96,6 +100,12 @@ class LinkCharts:
             bw.addItem(item, ignoreBounds=True)
             item.setVisible(False)
         bw.setTitle(_traffic_title())
+        #: capacity tests over this link (wall-clock intervals): shaded in both charts,
+        #: and left out when the traffic axis is fitted. A few regions, made once.
+        self.tests: list[tuple[float, float]] = []
+        self._test_regions = [
+            (self._test_region(lat, label=False), self._test_region(bw, label=True))
+            for _ in range(MAX_TEST_REGIONS)]
 
         self._readout = plain(QLabel(""))
         self._readout.setProperty("role", "note")
@@ -108,6 +118,29 @@ class LinkCharts:
         self.layout.addWidget(self._readout)
         self.layout.addWidget(self.latency_plot, 1)
         self.layout.addWidget(self.bandwidth_plot, 1)
+
+    @staticmethod
+    def _test_region(plot: pg.PlotItem, *, label: bool) -> pg.LinearRegionItem:
+        region = pg.LinearRegionItem(movable=False, brush=pg.mkBrush(
+            theme.with_alpha(theme.CAPACITY, 0.15)), pen=pg.mkPen(None))
+        region.setZValue(-10)
+        region.setVisible(False)
+        if label:
+            pg.InfLineLabel(region.lines[0], "capacity test", position=0.6, anchors=[
+                (0, 0), (0, 0)], color=theme.TEXT_MUTED)
+        plot.addItem(region, ignoreBounds=True)
+        return region
+
+    def set_tests(self, intervals: list[tuple[float, float]]) -> None:
+        """Mark the capacity tests over this link ((start, end), unix seconds; the last
+        MAX_TEST_REGIONS); takes effect at the next draw."""
+        self.tests = sorted(intervals)[-MAX_TEST_REGIONS:]
+        for k, pair in enumerate(self._test_regions):
+            shown = k < len(self.tests)
+            for region in pair:
+                region.setVisible(shown)
+                if shown:
+                    region.setRegion(self.tests[k])
 
     def plots(self) -> tuple[pg.PlotWidget, pg.PlotWidget]:
         return self.latency_plot, self.bandwidth_plot
@@ -141,6 +174,10 @@ class LinkCharts:
     def threshold_line(self) -> pg.InfiniteLine:
         return self._threshold_line
 
+    def test_regions(self) -> list[pg.LinearRegionItem]:
+        """The traffic chart's capacity-test regions that show."""
+        return [bw for _, bw in self._test_regions if bw.isVisible()]
+
     # -- drawing ---------------------------------------------------------------------------
     def restyle(self) -> None:
         """Take style/theme.py's current colours and fmt's units (the capacity line's label
@@ -168,6 +205,9 @@ class LinkCharts:
             line.setPen(pen)
             line.label.setColor(color)
             line.label.fill = pg.mkBrush(theme.with_alpha(theme.BACKGROUND, 0.85))
+        for pair in self._test_regions:
+            for region in pair:
+                region.setBrush(pg.mkBrush(theme.with_alpha(theme.CAPACITY, 0.15)))
         self.latency_plot.getPlotItem().setTitle(_latency_title())
         self.bandwidth_plot.getPlotItem().setTitle(_traffic_title())
         self.set_rate_axis()
@@ -225,7 +265,7 @@ class LinkCharts:
         lat.setYRange(0, (rtt_top or 1.0) * 1.12, padding=0)
         rates = ("rx_bytes_per_s", "tx_bytes_per_s") if not data.coarse else (
             "rx_bytes_per_s_max", "tx_bytes_per_s_max")
-        rate_top = data.top(start, end, *rates)
+        rate_top = data.top(start, end, *rates, besides=self.tests)
         if self.capacity:
             rate_top = max(rate_top or 0.0, self.capacity)
         bw.setYRange(0, (rate_top or 1000.0) * 1.12, padding=0)

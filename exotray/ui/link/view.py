@@ -16,6 +16,7 @@ job; the crosshair read-out is link/chart_cursor.py's.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Final
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -188,6 +189,17 @@ class LinkDetails(QWidget):
         """Show the last result of an action on this link (plain text) until it is
         replaced, cleared with None, or another link is shown."""
         self.panel.set_result(text)
+
+    def set_tests(self, events: list[dict[str, Any]]) -> None:
+        """Mark this link's capacity tests (its `capacity_test` events) on the charts."""
+        intervals = []
+        for ev in events:
+            start, end = _unix(ev.get("started_at")), _unix(ev.get("at"))
+            if start is not None and end is not None and end >= start:
+                intervals.append((start, end))
+        if intervals != self.charts.tests:
+            self.charts.set_tests(intervals)
+            self._mark_dirty()
 
     def set_history(self, hist: dict[str, Any]) -> None:
         """Show a /v1/history answer (the one to the last historyWanted, or an hour of
@@ -362,3 +374,11 @@ class LinkDetails(QWidget):
         self.charts.draw(data, start, end)
 
 __all__ = ["MAX_POINTS", "RANGES", "LinkDetails", "fitting_range"]
+
+
+def _unix(iso: Any) -> float | None:
+    """An event's ISO 8601 time (…Z) as unix seconds; None when it is not one."""
+    try:
+        return datetime.fromisoformat(str(iso).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

@@ -85,6 +85,12 @@ def event_time(event: dict[str, Any]) -> float | None:
 def describe(event: dict[str, Any], self_name: str) -> tuple[str, str]:
     """(what, details) of an event, as plain text: a known type as its notification
     says it, an unknown one by its name and its plain fields."""
+    if event.get("type") == "capacity_test":  # (no notification: the user asked for it)
+        who = event.get("peer_name") or event.get("peer_id") or "a peer"
+        asked = "asked by" if event.get("role") == "responder" else "to"
+        return (f"Capacity test {asked} {who}"[:80],
+                f"{event.get('seconds', '?')} s over {event.get('local_interface') or '?'}; "
+                "its traffic is not counted as saturation"[:400])
     known = summary.notification(event, self_name)
     if known is not None:
         if event.get("notify") is False:  # recorded within the link's cooldown
