@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -77,12 +76,9 @@ def _gui_missing() -> str | None:
 
 def _no_display() -> str | None:
     """Qt aborts the process when it has no display to open; say so before it does."""
-    if sys.platform in ("darwin", "win32") or os.environ.get("QT_QPA_PLATFORM"):
-        return None
-    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
-        return None
-    return ("exotray: no display (neither DISPLAY nor WAYLAND_DISPLAY is set): the tray app "
-            "needs a desktop session. Run `exotray agent` for the headless agent.")
+    from exotray.cli import display
+
+    return display.problem()
 
 
 def cmd_tray(args: argparse.Namespace) -> int:
