@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from exotray import __version__
-from exotray.core import fmt, paths
+from exotray.core import configfile, fmt, paths
 from exotray.core.settings import (
     CAPTEST_SECONDS,
     CAPTEST_STREAMS,
@@ -20,8 +20,6 @@ from exotray.core.settings import (
     SHARING,
     Settings,
     SettingsError,
-    from_mapping,
-    load_file,
     parse_capacity,
     parse_peer,
 )
@@ -120,7 +118,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     base = Settings()
     config = args.config or (str(default_config_path()) if default_config_path().exists() else None)
     if config:
-        base = from_mapping(load_file(config), base)
+        base = configfile.read(config, base)  # names the file, the line and the key
     over: dict = {}
     for opt, key in (("name", "name"), ("port", "port"), ("bind", "bind"),
                      ("interval", "interval"), ("threshold", "threshold"),

@@ -3,8 +3,9 @@
 Models and the snapshot schema (`schema`), rate and RTT statistics (`stats`), capacity
 rules (`capacity`), the saturation detector (`saturation`) and queueing delay
 (`queueing`), the cluster as a graph (`topology`), history rings (`history`), settings
-(`settings`), events (`events`), and the words and formats shared by the command line and
-the UI (`fmt`, `status`, `health`, `export`, `sd`), with where files live (`paths`).
+(`settings`) and the config file as its user wrote it (`configfile`), events
+(`events`), and the words and formats shared by the command line and the UI (`fmt`,
+`status`, `health`, `export`, `sd`), with where files live (`paths`).
 
 May import: nothing of exotray. No Qt, no sockets, no clock of its own: a clock is passed
 in. Everything else may import it.

@@ -1,7 +1,12 @@
-"""Agent settings: defaults, the TOML config file, and command-line overrides."""
+"""Agent settings: the model (`Settings`: each field a config key, with its option and
+what the reference says of it), validation, and the words for a wrong key (`problems`,
+`suggestion`: `no_mdns = true` -> did you mean `mdns = false`?). The config file as its
+user wrote it is core/configfile.py."""
 
 from __future__ import annotations
 
+import difflib
+import json
 import math
 import platform
 import tomllib
@@ -35,54 +40,95 @@ DEFAULT_EXO_URL = "http://127.0.0.1:52415"
 SHARING = ("poll", "stream")
 
 
+#: the settings the tray app's Preferences change at run time, through the agent's local
+#: control endpoint (the others take a restart)
+EDITABLE = ("interval", "threshold", "sustain", "clear", "capacity", "notify_peers",
+            "key_file", "units")
+
+
 class SettingsError(ValueError):
     pass
 
 
+def _key(what: str, option: str | None = None, note: str | None = None,
+         shown: str | None = None, **default: Any) -> Any:
+    """A setting: its config key is the field's name. `option`: the `exotray agent` option
+    that sets it (with its metavar; None: the config file only), `note`: said after the
+    option ("repeatable"; "false": what the option sets), `shown`: the default in words
+    where its value would not say it, `what`: what it is. docs/reference.md's table of
+    config keys is made of these (`reference_table`; a test holds the two equal)."""
+    return field(metadata={"what": what, "option": option, "note": note, "shown": shown},
+                 **default)
+
+
 @dataclass(frozen=True)
 class Settings:
-    name: str = field(default_factory=lambda: platform.node().split(".")[0] or "exotray")
-    port: int = DEFAULT_PORT
-    bind: str = "0.0.0.0"
-    interval: float = 1.0
-    peers: tuple[str, ...] = ()
-    mdns: bool = True
-    mdns_interfaces: tuple[str, ...] = ()
+    name: str = _key("this node's name, 1..64 characters", "--name",
+                     shown="the host name (up to its first dot)",
+                     default_factory=lambda: platform.node().split(".")[0] or "exotray")
+    port: int = _key("TCP and UDP port, 1..65535; the agent's only fixed port", "--port",
+                     default=DEFAULT_PORT)
+    bind: str = _key("the address to listen on", "--bind", default="0.0.0.0")
+    interval: float = _key("sampling and probing interval in seconds, 0.05..60",
+                           "--interval", default=1.0)
+    peers: tuple[str, ...] = _key(
+        'peers to monitor without mDNS: `"HOST:PORT"`, `"HOST"` (port 52480) or '
+        '`"[v6]:PORT"`; they merge with what mDNS finds', "--peer HOST:PORT", "repeatable",
+        default=())
+    mdns: bool = _key("discover peers and announce this one with mDNS", "--no-mdns", "false",
+                      default=True)
+    mdns_interfaces: tuple[str, ...] = _key(
+        "run mDNS only on the interfaces with these addresses", "--mdns-interface ADDR",
+        "repeatable", shown="`[]`: every up multicast interface", default=())
     #: interface name -> capacity in Mbit/s
-    capacity: dict[str, float] = field(default_factory=dict)
-    threshold: float = 0.90
-    sustain: float = 3.0
-    clear: float = 5.0
-    cooldown: float = 60.0
-    #: a link is down after this many intervals without any probe reply
-    down_after: float = 2.5
-    #: probes sent per link per interval while the link is in question (down, losing,
-    #: busy: agent/probe/pacing.py); one per interval to a link at rest
-    probes_per_interval: int = 4
-    #: the tray app notifies when peers go down and come back (links always notify)
-    notify_peers: bool = True
-    #: the tray app shows rates in "bytes" (MB/s) or "bits" (Mbit/s, as links are sold)
-    units: str = "bytes"
-    #: answer other agents' active capacity tests (a bounded bulk TCP transfer)
-    allow_capacity_tests: bool = True
-    #: TCP port a capacity test's responder listens on, only during a consented test
-    #: (0: an ephemeral port, named in the consent)
-    capacity_port: int = 0
-    #: warn (once) when a `capacity` interface has not appeared this long after start
-    capacity_warn_after: float = 60.0
-    #: how peers' snapshots are shared: "stream" (one connection per peer, a full
-    #: snapshot then deltas; docs/design.md "Stream sharing") or "poll" (the previous
-    #: protocol: each peer's /v1/snapshot every interval); the two interoperate
-    sharing: str = "stream"
-    #: the local exo node's API, read every few seconds for which links its inference
-    #: traffic takes ("" = do not look for exo)
-    exo_url: str = DEFAULT_EXO_URL
-    #: days of history kept in the state dir's database (tiered; 0: none, one hour in
-    #: memory only)
-    history_days: float = 30.0
-    events: str | None = None
-    state_dir: str | None = None
-    key_file: str | None = None
+    capacity: dict[str, float] = _key(  # noqa: RUF009 (a field(), default_factory=dict)
+        "a table of interface = capacity in Mbit/s (positive), over what the OS says",
+        "--capacity IFACE=MBIT", "repeatable", default_factory=dict)
+    threshold: float = _key("utilization that counts as saturated, 0.1..1.0", "--threshold",
+                            default=0.90)
+    sustain: float = _key("seconds at or above the threshold before `link_saturated`",
+                          "--sustain", default=3.0)
+    clear: float = _key("seconds below threshold − 0.05 before `link_cleared`", "--clear",
+                        default=5.0)
+    cooldown: float = _key(
+        "seconds after a notified `link_saturated` within which a new saturation of that "
+        "link (and the clear that ends it) is not notified: its events are recorded with "
+        "`notify: false`, so a link that flaps notifies once per cooldown", default=60.0)
+    down_after: float = _key("intervals without any probe reply before a link is `down`",
+                             default=2.5)
+    #: (agent/probe/pacing.py)
+    probes_per_interval: int = _key(
+        "probes per link per interval while the link is in question, 1..20 (one per "
+        "interval at rest)", default=4)
+    events: str | None = _key("also append events as JSON lines to FILE (`-`: stdout)",
+                              "--events FILE|-", default=None)
+    state_dir: str | None = _key("node id, control token, history database", "--state-dir",
+                                 shown="the platform's user state dir", default=None)
+    key_file: str | None = _key("the cluster key (at least 16 bytes)", "--key-file",
+                                default=None)
+    #: docs/design.md "Stream sharing"
+    sharing: str = _key(
+        '`"stream"` or `"poll"`: how peers\' snapshots are shared ([agent.md](agent.md)); '
+        "the two interoperate", "--sharing", default="stream")
+    exo_url: str = _key(
+        "the local exo node's API, an `http://` or `https://` URL of at most 200 "
+        'characters; `""`: do not look for exo', "--exo-url", default=DEFAULT_EXO_URL)
+    history_days: float = _key(
+        "days of history kept in the state dir's database, 0..3650 (0: none, the last hour "
+        "in memory only)", "--history-days", default=30.0)
+    notify_peers: bool = _key(
+        "the tray app notifies when peers go down and come back (links always notify)",
+        note="Preferences", default=True)
+    units: str = _key(
+        'the tray app shows rates in `"bytes"` (MB/s) or `"bits"` (Mbit/s)',
+        note="Preferences", default="bytes")
+    allow_capacity_tests: bool = _key("answer other agents' capacity tests", default=True)
+    capacity_port: int = _key(
+        "the TCP port a capacity test's responder listens on, only during a consented test "
+        "(0: an ephemeral port, named in the consent)", default=0)
+    capacity_warn_after: float = _key(
+        "seconds after start within which a `capacity` interface must have appeared, else "
+        "one warning in the log (a typo?)", default=60.0)
 
     def validate(self) -> Settings:
         self._check_types()
@@ -211,11 +257,94 @@ def parse_capacity(text: str) -> tuple[str, float]:
 _KNOWN = {f.name for f in fields(Settings)}
 
 
+def _aliases() -> dict[str, tuple[str, Any]]:
+    """Names a config key is mistaken for -> (the key, how a value given to the mistaken
+    name becomes the key's). The keys themselves, and each option's name: `no_mdns` ->
+    `mdns` with the value negated, `peer` -> `peers` with a text made a list."""
+    out: dict[str, tuple[str, Any]] = {k: (k, None) for k in _KNOWN}
+    for f in fields(Settings):
+        option = f.metadata.get("option")
+        if not option:
+            continue
+        name = option.split()[0].lstrip("-").replace("-", "_")
+        if name == f.name:
+            continue
+        if name.startswith("no_") and _TYPES.get(f.name) is bool:
+            out[name] = (f.name, lambda v: not v if isinstance(v, bool) else False)
+        elif _TYPES.get(f.name) is tuple:
+            out[name] = (f.name, lambda v: [v] if isinstance(v, str) else v)
+        else:
+            out[name] = (f.name, None)
+    return out
+
+
+def suggestion(name: str, value: Any) -> tuple[str, Any] | None:
+    """The setting an unknown config key most likely means, and the value it then takes:
+    an option's name as a key (`no_mdns = true`, `mdns-interface`, `--peer`) or a near
+    miss (`treshold`); None when nothing is close."""
+    aliases = _aliases()
+    norm = name.strip().lstrip("-").lower().replace("-", "_").replace(" ", "_")
+    if norm not in aliases:
+        longer = [k for k in _KNOWN if k.startswith(norm + "_")]  # `history`, `key`
+        close = longer if len(longer) == 1 else difflib.get_close_matches(
+            norm, list(aliases), n=1, cutoff=0.8)
+        if not close:
+            return None
+        norm = close[0]
+    key, convert = aliases[norm]
+    return key, (convert(value) if convert else value)
+
+
+def toml_text(key: str, value: Any) -> str:
+    """`key = value` as TOML says it (a table as its header: `[capacity]`)."""
+    if isinstance(value, dict):
+        return f"[{key}]"
+    return f"{key} = {_toml_value(value)}"
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    return repr(v)
+
+
+def unknown_key(name: str, value: Any) -> str:
+    """Why a config key is refused: "unknown setting no_mdns (did you mean `mdns = false`?)"."""
+    return f"unknown setting {_unknown(name, value)}"
+
+
+def _unknown(name: str, value: Any) -> str:
+    guess = suggestion(name, value)
+    return f"{name} (did you mean `{toml_text(*guess)}`?)" if guess else name
+
+
+def problems(data: dict[str, Any]) -> dict[str, str]:
+    """Each wrong key of a config mapping, with why (in the mapping's order): unknown keys
+    with the key they most likely mean, values of the wrong type or out of range."""
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        if key not in _KNOWN:
+            out[key] = unknown_key(key, value)
+            continue
+        try:
+            from_mapping({key: value})
+        except SettingsError as e:
+            out[key] = str(e)
+    return out
+
+
 def from_mapping(data: dict[str, Any], base: Settings | None = None) -> Settings:
     """Settings from a config-file mapping (keys as the dataclass fields)."""
-    unknown = set(data) - _KNOWN
+    unknown = [k for k in data if k not in _KNOWN]
     if unknown:
-        raise SettingsError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        raise SettingsError(f"unknown setting{'s' if len(unknown) > 1 else ''} "
+                            + ", ".join(_unknown(k, data[k]) for k in unknown))
     values = dict(data)
     for key in ("peers", "mdns_interfaces"):
         if key in values:

@@ -167,3 +167,27 @@ def test_cluster_key_set_live_and_a_bad_one_refused(agent, tmp_path):
     assert "x-exotray-signature" not in httpx.get(agent.url + "/v1/snapshot",
                                                   trust_env=False).headers
     assert "key_file" not in tomllib.loads(agent.config.read_text())
+
+
+def test_saving_keeps_the_users_file_as_written(tmp_path):
+    """Preferences sends every field; the file changes on the changed key's line only:
+    comments, order, spacing and the other keys stay, no default is written out, and
+    nothing is left beside it (issue 34 point 4)."""
+    cfg = tmp_path / "mine.toml"
+    written = ('# my cluster\nname = "ctl"   # short\n\nthreshold = 0.8  # a busy link\n'
+               "[capacity]\nlo = 100        # Mbit/s, made up\n")
+    cfg.write_text(written)
+    cfg.chmod(0o640)
+    a = AgentProc(tmp_path, "ctl", free_port(), [], "--config", str(cfg))
+    try:
+        a.wait_ready()
+        token = (a.state / "control_token").read_text().strip()
+        shown = _call(a, "GET", "/v1/control/settings", token).json()["settings"]
+        r = _call(a, "PUT", "/v1/control/settings", token, json={**shown, "threshold": 0.75})
+        assert r.status_code == 200, r.text
+        assert cfg.read_text() == written.replace("threshold = 0.8", "threshold = 0.75")
+        assert stat.S_IMODE(cfg.stat().st_mode) == 0o640
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("mine")) == [
+            "mine.toml"]
+    finally:
+        a.close()

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from helpers import wait_for
 
+NAMES = ("demo-a", "demo-b", "demo-c")
+
 
 def test_demo_runs_and_cleans_up(tmp_path):
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
@@ -23,6 +25,17 @@ def test_demo_runs_and_cleans_up(tmp_path):
     assert log.count("listening on 127.0.0.1:") == 3
     assert log.count("exotray agent stopped") == 3
     assert "peer_up" in log and "Traceback" not in log
+    # Three agents, one terminal: each agent's line says whose it is (issue 34 point 19).
+    lines = log.splitlines()
+    for name in NAMES:
+        assert any(ln.startswith(f"[{name}] ") and f"({name}, id " in ln
+                   and "listening on" in ln for ln in lines), log
+        assert any(ln.startswith(f"[{name}] ") and "peer_up" in ln for ln in lines), log
+    agents_lines = [ln for ln in lines if " exotray.agent" in ln]
+    assert agents_lines and all(ln.startswith(tuple(f"[{n}] " for n in NAMES))
+                                for ln in agents_lines), log
+    # and their last lines come before the demo's own
+    assert log.rindex("exotray agent stopped") < log.index("demo: stopped its agents")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -2,8 +2,9 @@
 
 Only requests from a loopback address that carry the token from the state dir
 (`control_token`, mode 0600, created on first start) are accepted. Changes are
-validated like the config file, applied without a restart, and merged into the config
-file (TOML) so they survive one.
+validated like the config file, applied without a restart, and written into the config
+file (TOML) so they survive one: only the keys that changed, the rest of the file kept
+as the user wrote it.
 """
 
 from __future__ import annotations
@@ -12,21 +13,22 @@ import ipaddress
 import logging
 import os
 import secrets
-import tomllib
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
-from exotray.core import paths
+from exotray.core import configfile
 from exotray.core.paths import TOKEN_FILE
-from exotray.core.settings import Settings, SettingsError, from_mapping
+from exotray.core.settings import (
+    EDITABLE,
+    Settings,
+    SettingsError,
+    from_mapping,
+    load_file,
+    problems,
+)
 
 log = logging.getLogger(__name__)
 
-#: what Preferences may change at run time
-EDITABLE = ("interval", "threshold", "sustain", "clear", "capacity", "notify_peers",
-            "key_file", "units")
 
 
 def load_or_create_token(state_dir: Path) -> str:
@@ -72,33 +74,21 @@ def validate_changes(current: Settings, changes: Any) -> Settings:
     return from_mapping(changes, base=current)
 
 
-def save(config_path: Path, new: Settings) -> None:
-    """Merge the editable settings into the TOML config file, atomically and durably:
-    written to a temporary file beside it, flushed and fsynced, renamed over it, and the
-    directory fsynced, so that a crash or a power cut leaves the old file or the new one,
-    never an empty or a half-written one. A failure (a full disk, a read-only dir) is a
-    SettingsError naming the file, and leaves no temporary file behind. A symlinked
-    config file (dotfiles) stays a symlink: its target is replaced."""
-    data: dict[str, Any] = {}
-    try:
-        with open(config_path, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        pass
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise SettingsError(f"cannot update {config_path}: {e}") from None
-    for k, v in editable(new).items():
-        if v is None:  # TOML has no null: an unset setting is an absent key
-            data.pop(k, None)
-        else:
-            data[k] = v
-    write_atomically(Path(os.path.realpath(config_path)), tomli_w.dumps(data).encode())
-
-
-def write_atomically(path: Path, content: bytes) -> None:
-    """paths.write_atomically, its failure said as a settings error naming the file."""
-    try:
-        paths.write_atomically(path, content)
-    except OSError as e:
-        raise SettingsError(f"cannot save {path}: {e.strerror or e}") from None
-
+def save(config_path: Path, new: Settings, old: Settings | None = None) -> bool:
+    """Write into the config file the editable settings that changed from `old` (the
+    settings before the change; without it, what the file says, defaults for what it
+    does not), and nothing else: comments, order and the other keys stay as the user wrote
+    them, no default is added (core/configfile.update). The file is replaced atomically
+    and durably (a temporary file beside it, fsynced, renamed over it, the directory
+    fsynced), keeping its mode; a symlinked file (dotfiles) stays a symlink, its target
+    replaced. A failure (a full disk, a read-only dir, a file that is no longer TOML) is a
+    SettingsError naming the file, and leaves no temporary file behind. Returns whether
+    the file changed."""
+    if old is None:
+        try:
+            data = load_file(config_path) if config_path.exists() else {}
+        except SettingsError:
+            data = {}
+        wrong = problems(data)
+        old = from_mapping({k: v for k, v in data.items() if k not in wrong})
+    return configfile.update(config_path, editable(old), editable(new))

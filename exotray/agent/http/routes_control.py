@@ -48,7 +48,8 @@ async def control_settings(request: Request) -> JSONResponse:
         return JSONResponse(_settings_view(agent))
     try:
         changes = await json_body(request)
-        new = control.validate_changes(agent.settings, changes)
+        old = agent.settings
+        new = control.validate_changes(old, changes)
     except (ValueError, SettingsError) as e:
         return error(400, str(e))
     try:
@@ -57,7 +58,7 @@ async def control_settings(request: Request) -> JSONResponse:
         return error(400, str(e))
     if agent.config_file is not None:
         try:
-            control.save(agent.config_file, new)
+            control.save(agent.config_file, new, old)  # only what changed
         except (OSError, SettingsError) as e:
             return error(500, f"settings applied but not saved: {e}")
     return JSONResponse(_settings_view(agent))
