@@ -59,6 +59,14 @@ class AgentCollector(Collector):
         yield InfoMetricFamily("exotray_build", "exotray agent build information",
                                value={"version": __version__, "proto": str(PROTO),
                                       "node": node, "node_id": a.node_id})
+        yield from self._links(node)
+        yield from self._interfaces(node)
+        yield from self._counters(node)
+
+    def _links(self, node: str) -> Iterator[Metric]:
+        """Each link's RTT, jitter, loss, state and load, labelled with its peer and the
+        interface that carries it."""
+        a = self.agent
         rtt = {stat: GaugeMetricFamily(f"exotray_link_rtt_{stat}_seconds",
                                        f"Round-trip time {label} over the probe window",
                                        labels=LINK_LABELS)
@@ -106,6 +114,9 @@ class AgentCollector(Collector):
         yield from rtt.values()
         yield from (jitter, loss, up, sat, util, base, queue)
 
+    def _interfaces(self, node: str) -> Iterator[Metric]:
+        """Each present interface's kernel byte counters and its capacity."""
+        a = self.agent
         iface_labels = ["node", "interface", "kind"]
         rx = CounterMetricFamily("exotray_interface_receive_bytes",
                                  "Bytes received, as the kernel counts them", labels=iface_labels)
@@ -126,6 +137,10 @@ class AgentCollector(Collector):
                 cap.add_metric([*labels, st.capacity.source], st.capacity.bytes_per_s)
         yield from (rx, tx, cap)
 
+    def _counters(self, node: str) -> Iterator[Metric]:
+        """What the agent counted: events by type, probe datagrams by outcome, peers'
+        snapshots dropped by reason."""
+        a = self.agent
         events = CounterMetricFamily("exotray_events", "Events raised, by type",
                                      labels=["node", "type"])
         for t in EVENT_TYPES:
