@@ -84,9 +84,41 @@ class PacedStream(threading.Thread):
             out.close()
 
 
-def start_agents(tmp: Path, verbose: bool = False) -> list[tuple[subprocess.Popen, int, Path]]:
+class Relay(threading.Thread):
+    """One agent's log, line by line, into the demo's stderr with the agent's name in
+    front ("[demo-a] … link_saturated: link to demo-b via lo"): three agents share one
+    terminal. Once that terminal is gone (SIGHUP) it keeps reading, so that an agent
+    never blocks on a full pipe, and drops the lines."""
+
+    def __init__(self, name: str, proc: subprocess.Popen, out=None) -> None:
+        super().__init__(name=f"demo-log-{name}", daemon=True)
+        self.agent, self.proc = name, proc
+        self.out = out if out is not None else sys.stderr
+        #: set while the demo stops its agents: an exit then is no news
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            try:
+                self.out.write(f"[{self.agent}] {line}\n")
+                self.out.flush()
+            except (OSError, ValueError):  # the terminal hung up, or stderr is closed
+                pass
+        status = self.proc.wait()
+        if status and not self.stopping.is_set():
+            log.warning("demo: %s exited with status %s; the demo goes on without it",
+                        self.agent, status)
+
+
+Agents = list[tuple[subprocess.Popen, int, Path]]
+
+
+def start_agents(tmp: Path, verbose: bool = False) -> Agents:
     """The three agents, each in its own session: a Ctrl-C in the terminal reaches the
-    demo only, which then stops them in order (goodbyes first, then its files)."""
+    demo only, which then stops them in order (goodbyes first, then its files). Their
+    logs come through the demo, each line with its agent's name (`Relay`)."""
     ports = [_free_port() for _ in range(3)]
     names = ["demo-a", "demo-b", "demo-c"]
     peers = {0: [1, 2], 1: [0, 2], 2: [0, 1]}
@@ -104,11 +136,23 @@ def start_agents(tmp: Path, verbose: bool = False) -> list[tuple[subprocess.Pope
             extra.append("--verbose")
         program, rest = agent_command(extra)  # works frozen in a bundle too
         args = [program, *rest]
-        agents.append((subprocess.Popen(args, start_new_session=True), ports[i], state))
+        proc = subprocess.Popen(args, start_new_session=True, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        relay = Relay(name, proc)
+        relay.start()
+        _relays[proc.pid] = relay
+        agents.append((proc, ports[i], state))
     return agents
 
 
-def stop_agents(agents: list[tuple[subprocess.Popen, int, Path]]) -> None:
+#: each agent's Relay, by its pid
+_relays: dict[int, Relay] = {}
+
+
+def stop_agents(agents: Agents) -> None:
+    relays = [r for proc, _, _ in agents if (r := _relays.pop(proc.pid, None)) is not None]
+    for relay in relays:
+        relay.stopping.set()
     for proc, _, _ in agents:
         if proc.poll() is None:
             proc.terminate()
@@ -118,6 +162,8 @@ def stop_agents(agents: list[tuple[subprocess.Popen, int, Path]]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(2)
+    for relay in relays:  # their last lines ("exotray agent stopped") before the demo's
+        relay.join(2)
 
 
 def main(saturate: bool = False, seconds: float = 0, verbose: bool = False) -> int:
@@ -126,16 +172,18 @@ def main(saturate: bool = False, seconds: float = 0, verbose: bool = False) -> i
     setup_logging(verbose)
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     qapp.setApplicationName("exotray demo")
-    # SIGINT (Ctrl-C) and SIGTERM end the demo like closing its window: the agents are
-    # stopped and the temporary directory removed. Python sees a signal only when it
-    # runs, so a timer wakes it while Qt's loop waits.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: QTimer.singleShot(0, qapp.quit))
+    # SIGINT (Ctrl-C), SIGTERM and SIGHUP (its terminal closed) end the demo like
+    # closing its window: the agents, in sessions of their own, are stopped and the
+    # temporary directory removed. Python sees a signal only when it runs, so a timer
+    # wakes it while Qt's loop waits.
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            signal.signal(sig, lambda *_: QTimer.singleShot(0, qapp.quit))
     wake = QTimer()
     wake.timeout.connect(lambda: None)
     wake.start(200)
     with tempfile.TemporaryDirectory(prefix="exotray-demo-") as tmpdir:
-        agents: list[tuple[subprocess.Popen, int, Path]] = []
+        agents: Agents = []
         stream = None
         app = None
         try:
