@@ -194,7 +194,7 @@ class App(QObject):
         from exotray.ui.window.preferences import Preferences
 
         if self.prefs is None:
-            self.prefs = Preferences(self.client, self.cluster)
+            self.prefs = Preferences(self.client, self.cluster, supervisor=self.supervisor)
             self.prefs.saved.connect(self._settings_saved)
         self.prefs.load(self.cluster)
         self.prefs.show()
