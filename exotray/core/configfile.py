@@ -120,7 +120,7 @@ def update(path: str | Path, old: Mapping[str, Any], new: Mapping[str, Any],
     path = Path(path)
     real = Path(os.path.realpath(path))
     try:
-        text = real.read_text(encoding="utf-8")
+        text = real.read_bytes().decode("utf-8")  # its line ends as they are (CRLF too)
     except FileNotFoundError:
         text = ""
     except (OSError, UnicodeDecodeError) as e:

@@ -61,6 +61,13 @@ def test_save_changes_only_the_changed_keys_and_keeps_the_rest_as_written(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml"]
 
 
+def test_windows_line_ends_stay(tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_bytes(b"# mine\r\nthreshold = 0.8\r\nsustain = 2\r\n")
+    configfile.update(config, {"threshold": 0.8}, {"threshold": 0.7})
+    assert config.read_bytes() == b"# mine\r\nthreshold = 0.7\r\nsustain = 2\r\n"
+
+
 def test_nothing_changed_writes_nothing(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text(WRITTEN)
