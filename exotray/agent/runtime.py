@@ -94,6 +94,9 @@ class Agent:
         self.discovery: Discovery | None = None
         self._discovery_task: asyncio.Task | None = None
         self._server: uvicorn.Server | None = None
+        #: it said "listening on …": only then does stopping say "stopped" (a start that
+        #: failed says why instead, and never started)
+        self._listening = False
         self._stop = asyncio.Event()
         self._throttled = Throttled(clock)
         self._sink = EventSink(self._throttled)
@@ -352,6 +355,7 @@ class Agent:
             __version__, s.name, self.node_id, s.bind, self.port, len(self.peers),
             "on" if probe.kernel_timestamps else "off",
         )
+        self._listening = True
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -387,7 +391,8 @@ class Agent:
         self._sink.close()
         await self.store.close()
         self._unlock()
-        log.info("exotray agent stopped")
+        if self._listening:
+            log.info("exotray agent stopped")
 
     def _unlock(self) -> None:
         """Let go of the state dir (another agent may take it from now on)."""

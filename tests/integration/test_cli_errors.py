@@ -148,6 +148,8 @@ def test_a_taken_port_is_still_a_listen_error(tmp_path):
                 "--state-dir", str(tmp_path / "s"), timeout=10)
     assert r.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in r.stderr
+    # it never started: no "exotray agent stopped" before (or after) why (issue 34 point 19)
+    assert "exotray agent stopped" not in r.stderr, r.stderr
 
 
 def test_capacity_of_an_interface_that_never_appears_is_warned_once(tmp_path):
