@@ -7,6 +7,14 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).parent))
 
+import system_tools  # (from the folder just put on the path)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "needs(*programs): runs these programs; skipped, naming their Debian "
+                   "packages, where one is not on PATH (tests/system_tools.py)")
+
 
 #: suites that share machine-wide resources (network namespaces and the routes of their
 #: monitor veths, X displays, D-Bus daemons, the tray) run one test at a time, in one
@@ -23,6 +31,10 @@ def _suite(nodeid: str) -> str:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        programs = [p for mark in item.iter_markers("needs") for p in mark.args]
+        if programs and (reason := system_tools.missing(*programs)):
+            item.add_marker(pytest.mark.skip(reason=reason))
     # the serial suites first, so the longest work unit starts at once and the other
     # worker spends it on the rest (the order is the same in every worker, as xdist needs)
     items.sort(key=lambda it: (_suite(it.nodeid) not in SERIAL_SUITES,

@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import system_tools
+
 TRAYER_ARGS = [
     "--edge", "top", "--align", "right", "--widthtype", "pixel", "--width", "200",
     "--heighttype", "pixel", "--height", "32",
@@ -66,15 +68,12 @@ _DUNSTRC = """[global]
     timeout = 0
 """
 
-_TOOLS = {
-    "Xvfb": "xvfb",
-    "dbus-daemon": "dbus",
-    "xwininfo": "x11-utils",
-}
-_TRAY_TOOLS = {"trayer": "trayer"}
-_NOTIFY_TOOLS = {"dunst": "dunst", "dunstctl": "dunst"}
-_MONITOR_TOOLS = {"dbus-monitor": "dbus"}
-_SHOT_TOOLS = {"import": "imagemagick"}
+#: what each part runs (their Debian packages: tests/system_tools.py)
+_TOOLS = ("Xvfb", "dbus-daemon", "dbus-send", "xwininfo")
+_TRAY_TOOLS = ("trayer",)
+_NOTIFY_TOOLS = ("dunst", "dunstctl")
+_MONITOR_TOOLS = ("dbus-monitor",)
+_SHOT_TOOLS = ("import",)
 
 
 class DesktopError(RuntimeError):
@@ -125,19 +124,14 @@ class Desktop:
         """None when everything needed is installed, else a reason to skip."""
         if os.uname().sysname != "Linux":
             return "desktop tests need Linux (Xvfb, D-Bus)"
-        tools = dict(_TOOLS)
-        if tray:
-            tools.update(_TRAY_TOOLS)
-        if notifications:
-            tools.update(_NOTIFY_TOOLS)
-        if monitor:
-            tools.update(_MONITOR_TOOLS)
-        if screenshot:
-            tools.update(_SHOT_TOOLS)
-        missing = sorted({f"{exe} (apt: {pkg})" for exe, pkg in tools.items()
-                          if shutil.which(exe) is None})  # fmt: skip
-        if missing:
-            return "missing desktop tools: " + ", ".join(missing)
+        tools = [*_TOOLS, *(_TRAY_TOOLS if tray else ()), *(_NOTIFY_TOOLS if notifications
+                 else ()), *(_MONITOR_TOOLS if monitor else ()),
+                 *(_SHOT_TOOLS if screenshot else ())]  # fmt: skip
+        if (missing := system_tools.missing(*tools)) is not None:
+            return f"the virtual desktop {missing}"
+        # Qt's X11 plugin loads only with every xcb library it links (else Qt aborts)
+        if (libs := system_tools.missing_libraries(system_tools.qt_xcb_plugin())):
+            return f"Qt's X11 platform plugin {libs}"
         return None
 
     # ---------------------------------------------------------------- lifecycle
@@ -416,8 +410,8 @@ class PrivateBus:
         self.address: str | None = None
 
     def __enter__(self) -> str:
-        if shutil.which("dbus-daemon") is None:
-            raise DesktopError("missing dbus-daemon (apt: dbus)")
+        if (missing := system_tools.missing("dbus-daemon")) is not None:
+            raise DesktopError(missing)
         try:
             self._desk._start_bus()
         except BaseException:
@@ -545,11 +539,14 @@ class FakeNotifications:
 
     @classmethod
     def why_not_available(cls) -> str | None:
-        if shutil.which("dbus-daemon") is None:
-            return "missing dbus-daemon (apt: dbus)"
+        if (missing := system_tools.missing("dbus-daemon")) is not None:
+            return missing
+        if not Path(cls.PYTHON).exists():
+            return f"needs {cls.PYTHON} with GObject (Debian/Ubuntu: apt install python3-gi)"
         r = subprocess.run([cls.PYTHON, "-c", "from gi.repository import Gio"],
                            capture_output=True, check=False)  # fmt: skip
-        return None if r.returncode == 0 else "needs python3-gi (apt: python3-gi)"
+        return None if r.returncode == 0 else \
+            "needs python3-gi (Debian/Ubuntu: apt install python3-gi)"
 
     def __init__(self, address: str, mode: str = "dunst", timeout: float = 10.0,
                  capabilities: tuple[str, ...] = ("actions", "body")) -> None:

@@ -4,7 +4,6 @@ clear line and a documented exit status, never a traceback or a Qt abort."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import system_tools
 from helpers import AgentProc, free_port, wait_for
 
 from exotray.core.settings import EXIT_CONFIG
@@ -117,8 +117,7 @@ def test_a_read_only_state_dir_is_a_state_dir_error(tmp_path):
     agent = [sys.executable, "-m", "exotray", "agent", "--no-mdns", "--bind", "127.0.0.1",
              "--port", port, "--state-dir", str(state)]
     if os.geteuid() == 0:  # root writes anywhere: a read-only mount in a mount namespace
-        if not shutil.which("unshare"):
-            pytest.skip("needs unshare (util-linux) when run as root")
+        system_tools.require("unshare")  # (as root)
         cmd = ["unshare", "-m", "sh", "-c",
                'mount --bind -o ro "$0" "$0" && exec "$@"', str(state), *agent]
         reason = "Read-only file system"

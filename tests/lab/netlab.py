@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import system_tools
 from helpers import AgentProc
 
 STALE = re.compile(r"^xt([0-9a-z]{3})(br|h\d+)$")
@@ -49,7 +50,21 @@ class CommandFailed(subprocess.CalledProcessError):
         return super().__str__() + (f"\nits stderr:\n{err[-4000:]}" if err else "")
 
 
+#: what building any lab runs: namespaces and veths (ip), IPv6 off (sysctl), GSO/TSO off so
+#: that byte counters count frames as a physical NIC's do (ethtool); the tools a test uses
+#: besides these (ping, iperf3, tc, ss, avahi) are its `needs` mark
+LAB_TOOLS = ("ip", "sysctl", "ethtool")
+
+
+def _program(args: tuple[str, ...] | list[str]) -> str:
+    """The program a command runs: "ping" for `ip netns exec NS ping …`."""
+    if len(args) > 4 and tuple(args[:3]) == ("ip", "netns", "exec"):
+        return args[4]
+    return args[0]
+
+
 def run(*args: str, check: bool = True, timeout: float = 20) -> subprocess.CompletedProcess:
+    system_tools.require(_program(args))  # a test without its `needs` mark skips here
     done = subprocess.run(args, check=False, capture_output=True, text=True, timeout=timeout)
     if check and done.returncode:
         raise CommandFailed(done.returncode, args, done.stdout, done.stderr)
@@ -60,9 +75,8 @@ def why_not_available() -> str | None:
     """None when the lab can be built here, else the reason it cannot."""
     if os.geteuid() != 0:
         return "lab tests need root (network namespaces); run as root or in CI"
-    for tool in ("ip", "ping", "iperf3", "tc", "ss"):
-        if shutil.which(tool) is None:
-            return f"lab tests need '{tool}' (Debian: iproute2, iputils-ping, iperf3)"
+    if (missing := system_tools.missing(*LAB_TOOLS)) is not None:
+        return f"the lab {missing}"
     probe = f"xt{secrets.token_hex(2)[:3]}h0"
     r = run("ip", "netns", "add", probe, check=False)
     if r.returncode != 0:
@@ -111,6 +125,7 @@ class Host:
         return run("ip", "netns", "exec", self.ns, *args, check=check, timeout=timeout).stdout
 
     def popen(self, *args: str, **kw) -> subprocess.Popen:
+        system_tools.require(args[0])
         p = subprocess.Popen(["ip", "netns", "exec", self.ns, *args], **kw)
         self.procs.append(p)
         return p
@@ -197,8 +212,7 @@ class Lab:
         run("ip", "-n", ns, "route", "add", "224.0.0.0/4", "dev", a)
         # Segment in the stack, as a physical NIC's counters see frames: with GSO a veth
         # counts the headers of a 64 KB super-packet once, ~4 % under the on-wire bytes.
-        if shutil.which("ethtool"):
-            h.exec("ethtool", "-K", a, "tso", "off", "gso", "off", check=False)
+        h.exec("ethtool", "-K", a, "tso", "off", "gso", "off", check=False)
         return h
 
     def add_lan(self, hosts: list[Host], addresses: list[str] | None = None,
@@ -378,10 +392,8 @@ class Avahi:
         self.env = {**os.environ, "DBUS_SYSTEM_BUS_ADDRESS": f"unix:path={self.socket}"}
         self._procs: list[subprocess.Popen] = []
 
-    @staticmethod
-    def available() -> bool:
-        return all(shutil.which(t) for t in ("avahi-daemon", "avahi-browse", "avahi-publish",
-                                             "dbus-daemon"))
+    #: what it runs (the avahi test's `needs` mark)
+    TOOLS = ("avahi-daemon", "avahi-browse", "avahi-publish", "dbus-daemon")
 
     def __enter__(self) -> Avahi:
         try:

@@ -87,6 +87,7 @@ def _rtt_side_by_side(lab, agent, src, dst, count: int, interval: float):
     return statistics.median(result["ping"]), statistics.median(ours), (q1, q3)
 
 
+@pytest.mark.needs("ping", "iperf3", "tc", "ss")
 def test_rtt_tracks_ping_idle_and_under_load(lab2, tmp_path):
     lab, agents = lab2
     h1, h2 = lab.hosts
@@ -118,6 +119,7 @@ def test_rtt_tracks_ping_idle_and_under_load(lab2, tmp_path):
 
 
 # -- 3. saturation ----------------------------------------------------------------------
+@pytest.mark.needs("iperf3", "tc", "ss")
 def test_saturation_raised_and_cleared_with_true_rates(lab2, tmp_path):
     lab, agents = lab2
     h1, h2 = lab.hosts
@@ -232,11 +234,10 @@ def test_sigkill_down_then_restart_up(lab3):
 
 
 # -- 5. an independent mDNS implementation -----------------------------------------------
+@pytest.mark.needs(*netlab.Avahi.TOOLS)
 def test_avahi_sees_agents_and_bogus_records_are_ignored(lab3, tmp_path):
     lab, agents = lab3
     h1, h2, h3 = lab.hosts
-    if not netlab.Avahi.available():
-        pytest.skip("avahi-daemon, avahi-utils and dbus-daemon are needed (Debian packages)")
     a1 = agents.start(h1, name="h1")
     a2 = agents.start(h2, name="h2")
     for a, other in ((a1, "h2"), (a2, "h1")):
@@ -349,6 +350,7 @@ def test_control_endpoints_refuse_other_hosts_even_with_the_token(lab2):
     assert a1.get("/v1/snapshot")["paused"] is False
 
 
+@pytest.mark.needs("tc")
 def test_capacity_measured_through_a_200mbit_bottleneck(lab2):
     """tbf 200 Mbit/s on the forwarding hop, both ways; `exotray measure` from h1."""
     lab, agents = lab2

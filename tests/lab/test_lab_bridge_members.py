@@ -46,6 +46,7 @@ def _probe(lab: netlab.Lab, *args: str) -> dict:
     return json.loads(out)
 
 
+@pytest.mark.needs("ping")
 def test_bridge_member_for_each_peer() -> None:
     with netlab.Lab(2, monitor=False) as lab:
         lab.address_bridge()
@@ -106,6 +107,7 @@ def test_bond_lists_its_members() -> None:
         assert len(active) == 1 and active[0] in slaves
 
 
+@pytest.mark.needs("iperf3", "tc")
 def test_a_transfer_through_a_bridge_saturates_its_own_cable_only(tmp_path: Path) -> None:
     """Issue 12: an agent on a host whose interface is a bridge of two cables, one to
     each peer. The same capacity (100 Mbit/s) is given to the bridge and to each cable:

@@ -19,6 +19,7 @@ import json
 import sys
 import time
 
+import pytest
 from helpers import wait_for
 
 PORT = 52480
@@ -39,6 +40,7 @@ def _snapshot_in_ns(host, addr):
     return json.loads(out) if out.strip() else None
 
 
+@pytest.mark.needs("ping")
 def test_same_network_on_two_interfaces(lab3):
     lab, agents = lab3
     h1, h2, h3 = lab.hosts

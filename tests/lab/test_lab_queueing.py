@@ -58,6 +58,7 @@ def _start_pair(lab, agents):
 # (5 ms) can hold.
 @pytest.mark.parametrize(("latency", "min_delay_ms"), [("200ms", 10.0), ("5ms", 1.0)],
                          ids=["deep-buffer", "shallow-buffer"])
+@pytest.mark.needs("iperf3", "tc", "ss")
 def test_bulk_tcp_through_a_slow_hop_is_saturated_by_queueing(qlab, tmp_path, latency,
                                                               min_delay_ms):
     lab, agents = qlab

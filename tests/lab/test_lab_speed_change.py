@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import netlab
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,6 +59,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.needs("ethtool")  # run by the script, inside the namespace
 def test_a_port_that_renegotiates_down_and_back_raises_one_event_each() -> None:
     tag = secrets.token_hex(2)[:3]
     ns, tap = f"xt{tag}sp", f"xt{tag}t"

@@ -8,6 +8,7 @@ import soak
 
 
 @pytest.mark.timeout(400)
+@pytest.mark.needs("iperf3", "ss")
 def test_two_minute_soak_does_not_grow(tmp_path):
     rows = soak.run(tmp_path, hosts=8, seconds=120, every=20)
     by_agent: dict[str, list[dict]] = {}

@@ -8,7 +8,6 @@ bus, handed to the Notifier through `connection=`. tests/desktop has the same ag
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from exotray.ui.tray.notify import Notifier, detect_backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "desktop"))
 
+import system_tools
 from harness import FakeNotifications, PrivateBus
 
 
@@ -36,8 +36,7 @@ class RecordingTray(QSystemTrayIcon):
 
 @pytest.fixture
 def empty_bus(tmp_path):
-    if shutil.which("dbus-daemon") is None:
-        pytest.skip("dbus-daemon missing (apt: dbus)")
+    system_tools.require("dbus-daemon")
     from PySide6.QtDBus import QDBusConnection
 
     name = f"exotray-test-{tmp_path.name}"

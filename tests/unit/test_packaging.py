@@ -195,7 +195,7 @@ def test_system_unit_is_unprivileged():
     assert "--state-dir ${STATE_DIRECTORY}" in service["ExecStart"]
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not found")
+@pytest.mark.needs("systemd-analyze")
 @pytest.mark.parametrize("name", UNITS)
 def test_systemd_analyze_verify(name, tmp_path):
     # verify insists that ExecStart's program exists: point it at /bin/true.

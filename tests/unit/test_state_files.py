@@ -42,7 +42,8 @@ def _on_tmpfs(tmp_path: Path, opts: str, code: str, fill: bool = False) -> dict:
     `opts` (filled up first when `fill`), in a private mount namespace that vanishes with
     the process: a real read-only or full file system. Needs root and unshare(1)."""
     if not ROOT or shutil.which("unshare") is None or not sys.platform.startswith("linux"):
-        pytest.skip("needs root and unshare (Linux) to mount a tmpfs")
+        pytest.skip("needs root and unshare (Linux; Debian/Ubuntu: apt install util-linux) "
+                    "to mount a tmpfs")
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     script = ('mount -t tmpfs -o "$2" tmpfs "$1" || exit 90\n'

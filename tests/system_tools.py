@@ -1,0 +1,105 @@
+"""The programs besides Python that tests run, and the Debian package of each.
+
+A test that needs one says so, and skips where it is missing, naming the package to
+install, rather than failing on FileNotFoundError:
+
+    @pytest.mark.needs("iperf3", "ping")        # the mark (tests/conftest.py skips)
+    system_tools.require("unshare")              # in a test or a helper, before its use
+    reason = system_tools.missing("Xvfb")       # None when everything is there
+
+`scripts/dev test` must pass on a machine that has only python3 with venv: there, every
+test that needs one of these skips and says why. `.ci/run` installs them all.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+#: program -> the Debian/Ubuntu package that ships it
+PACKAGES = {
+    # the network-namespace lab (tests/lab)
+    "ip": "iproute2",
+    "tc": "iproute2",
+    "ss": "iproute2",
+    "sysctl": "procps",
+    "ping": "iputils-ping",
+    "iperf3": "iperf3",
+    "ethtool": "ethtool",
+    "avahi-daemon": "avahi-daemon",
+    "avahi-browse": "avahi-utils",
+    "avahi-publish": "avahi-utils",
+    # private D-Bus buses (tests/desktop, tests/qt, the lab's avahi)
+    "dbus-daemon": "dbus",
+    "dbus-monitor": "dbus",
+    "dbus-send": "dbus",
+    # the virtual desktop (tests/desktop)
+    "Xvfb": "xvfb",
+    "xwininfo": "x11-utils",
+    "trayer": "trayer",
+    "dunst": "dunst",
+    "dunstctl": "dunst",
+    "import": "imagemagick",
+    # the rest
+    "unshare": "util-linux",
+    "objdump": "binutils",  # PyInstaller, for the Linux bundle (tests/packaging)
+    "promtool": "prometheus",
+    "desktop-file-validate": "desktop-file-utils",
+    "appstreamcli": "appstream",
+    "systemd-analyze": "systemd",
+}
+
+
+def missing(*tools: str) -> str | None:
+    """None when every program is on PATH, else the reason to skip: which are missing
+    and the packages that have them."""
+    absent = [t for t in dict.fromkeys(tools) if shutil.which(t) is None]
+    if not absent:
+        return None
+    packages = " ".join(dict.fromkeys(PACKAGES.get(t, t) for t in absent))
+    return f"needs {', '.join(absent)} (Debian/Ubuntu: apt install {packages})"
+
+
+def require(*tools: str) -> None:
+    """Skip the running test, naming the packages, unless every program is on PATH."""
+    reason = missing(*tools)
+    if reason is not None:
+        pytest.skip(reason)
+
+
+def needs(*tools: str) -> pytest.MarkDecorator:
+    """The mark a test that runs these programs carries (`pytest.mark.needs(...)`)."""
+    return pytest.mark.needs(*tools)
+
+
+def _package_of(soname: str) -> str:
+    """A shared library's Debian package by the naming policy: libxcb-cursor.so.0 ->
+    libxcb-cursor0, libxkbcommon-x11.so.0 -> libxkbcommon-x11-0 (a hint, not a lookup)."""
+    name, _, version = soname.partition(".so.")
+    name = name.lower()
+    return f"{name}{'-' if name[-1:].isdigit() else ''}{version.split('.')[0]}"
+
+
+def missing_libraries(binary: Path) -> str | None:
+    """None when every shared library `binary` needs resolves (or ldd cannot tell),
+    else which do not and the packages that have them."""
+    if shutil.which("ldd") is None or not binary.exists():
+        return None
+    out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True,
+                         timeout=30).stdout
+    absent = list(dict.fromkeys(re.findall(r"^\s*(\S+) => not found", out, re.M)))
+    if not absent:
+        return None
+    packages = " ".join(_package_of(lib) for lib in absent)
+    return f"needs {', '.join(absent)} (Debian/Ubuntu: apt install {packages})"
+
+
+def qt_xcb_plugin() -> Path:
+    """Qt's X11 platform plugin, which the desktop tests run the tray app with."""
+    import PySide6
+
+    return Path(PySide6.__file__).parent / "Qt" / "plugins" / "platforms" / "libqxcb.so"
