@@ -8,17 +8,24 @@ else Wayland when WAYLAND_DISPLAY or a Wayland session says so, then X11 when DI
 is set): an X display is asked with libxcb's own xcb_connect (the call Qt makes, with
 the user's Xauthority), a Wayland display by connecting to its socket. Where any of them
 answers, or Qt is told to draw without a display (offscreen, eglfs, vnc, ...), there is
-nothing to say; else one sentence on what is missing and what to do, exit status 2.
+nothing to say; else one sentence on what is missing and what to do, exit status 2. Where
+a display answers but Qt's plugin for it lacks a library it links (ldd), that library
+and its Debian package are said instead: Qt's own hint names libxcb-cursor0 whichever
+is missing.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import re
+import shutil
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 
 #: how long a display may take to answer (a DISPLAY naming a host that drops packets
 #: would hold xcb_connect for the TCP timeout, minutes): past this it does not answer
@@ -87,6 +94,44 @@ def _wayland_problem(env: Mapping[str, str]) -> str | None:
     return None
 
 
+#: each platform's plugin (in PySide6's Qt/plugins/platforms)
+_PLUGINS = {"xcb": "libqxcb.so", "wayland": "libqwayland.so"}
+
+
+def debian_package(soname: str) -> str:
+    """A shared library's Debian package by the naming policy: libxcb-icccm.so.4 ->
+    libxcb-icccm4, libxkbcommon-x11.so.0 -> libxkbcommon-x11-0 (a hint, not a lookup)."""
+    name, _, version = soname.partition(".so.")
+    name = name.lower()
+    return f"{name}{'-' if name[-1:].isdigit() else ''}{version.split('.')[0]}"
+
+
+def plugin_problem(plugin: Path) -> str | None:
+    """None when every library Qt's platform plugin links is found (or ldd cannot say),
+    else which are not: Qt then aborts with a hint about libxcb-cursor0 whichever it is."""
+    if shutil.which("ldd") is None or not plugin.exists():
+        return None
+    try:
+        out = subprocess.run(["ldd", str(plugin)], capture_output=True, text=True,
+                             timeout=ANSWER_S).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    absent = list(dict.fromkeys(re.findall(r"^\s*(\S+) => not found", out, re.M)))
+    if not absent:
+        return None
+    return (f"Qt's plugin for this display ({plugin.name}) cannot load: "
+            f"{', '.join(absent)} {'is' if len(absent) == 1 else 'are'} missing (Debian/"
+            f"Ubuntu: apt install {' '.join(debian_package(lib) for lib in absent)})")
+
+
+def _plugin(platform: str) -> Path | None:
+    try:
+        import PySide6  # the package only: its libraries load with the app
+    except ImportError:
+        return None
+    return Path(PySide6.__file__).parent / "Qt" / "plugins" / "platforms" / _PLUGINS[platform]
+
+
 def problem(env: Mapping[str, str] | None = None) -> str | None:
     """What to tell the user when Qt would find no display to open, else None."""
     env = os.environ if env is None else env
@@ -98,10 +143,15 @@ def problem(env: Mapping[str, str] | None = None) -> str | None:
     if not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY") \
             and "wayland" not in platforms:
         return f"exotray: no display (neither DISPLAY nor WAYLAND_DISPLAY is set). {_ADVICE}"
-    why = []
+    why, cannot_load = [], []
     for p in dict.fromkeys("wayland" if p.startswith("wayland") else p for p in platforms):
         found = _x_problem(env.get("DISPLAY")) if p == "xcb" else _wayland_problem(env)
-        if found is None:
+        if found is not None:
+            why.append(found)
+        elif (plugin := _plugin(p)) is None or (libs := plugin_problem(plugin)) is None:
             return None
-        why.append(found)
+        else:
+            cannot_load.append(libs)
+    if cannot_load:  # a display answers, but Qt cannot load the plugin that draws on it
+        return f"exotray: {'; '.join(cannot_load)}."
     return f"exotray: no display: {'; '.join(why)}. {_ADVICE}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -68,10 +69,22 @@ def _gui_missing() -> str | None:
         if importlib.util.find_spec("pyqtgraph") is None:
             raise ImportError(name="pyqtgraph")
     except ImportError as e:
-        return (f"exotray: the tray app cannot load its GUI ({e.name} is missing from this "
-                "install): reinstall exotray (pip install --force-reinstall exotray). On a "
-                "server, run `exotray agent`.")
+        return gui_import_problem(e)
     return None
+
+
+def gui_import_problem(e: ImportError) -> str:
+    """What to do when the GUI does not import: a system library Qt links is missing (a
+    machine without a desktop), or a part of this install is."""
+    from exotray.cli.display import debian_package
+
+    lib = re.search(r"(lib\S+\.so[.\d]*): cannot open shared object file", str(e))
+    if lib:
+        return (f"exotray: the tray app cannot load Qt: {lib[1]} is missing (Debian/Ubuntu: "
+                f"apt install {debian_package(lib[1])}). On a server, run `exotray agent`.")
+    return (f"exotray: the tray app cannot load its GUI ({e.name} is missing from this "
+            "install): reinstall exotray (pip install --force-reinstall exotray). On a "
+            "server, run `exotray agent`.")
 
 
 def _no_display() -> str | None:
@@ -81,11 +94,19 @@ def _no_display() -> str | None:
     return display.problem()
 
 
+def _cannot_show() -> str | None:
+    """Why the tray app or the demo cannot show anything here: no display first (on a
+    server that is the news, whatever else is missing), then Qt that does not load."""
+    for check in (_no_display, _gui_missing):
+        if (problem := check()) is not None:
+            return problem
+    return None
+
+
 def cmd_tray(args: argparse.Namespace) -> int:
-    for problem in (_gui_missing(), _no_display()):
-        if problem is not None:
-            print(problem, file=sys.stderr)
-            return 2
+    if (problem := _cannot_show()) is not None:
+        print(problem, file=sys.stderr)
+        return 2
     from exotray.ui.lean import forget_module_sources
 
     forget_module_sources()  # before the app's imports (~12 MiB of source lines)
@@ -100,10 +121,9 @@ def cmd_tray(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    for problem in (_gui_missing(), _no_display()):
-        if problem is not None:
-            print(problem, file=sys.stderr)
-            return 2
+    if (problem := _cannot_show()) is not None:
+        print(problem, file=sys.stderr)
+        return 2
     from exotray.ui.demo import main as demo_main
 
     return demo_main(saturate=args.saturate, seconds=args.seconds, verbose=args.verbose)

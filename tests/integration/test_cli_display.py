@@ -7,6 +7,7 @@ libxcb's own xcb_connect, as Qt does)."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -120,7 +121,25 @@ def x_server() -> Iterator[StandInX]:
     x.close()
 
 
-def test_a_display_that_answers_is_taken(x_server):
+def _elf_needing(soname: str, tmp_path: Path) -> Path:
+    """A copy of this Python's executable whose libc is called `soname` (same length):
+    an ELF file that links a library this machine does not have."""
+    assert len(soname) == len("libc.so.6")
+    elf = Path(os.path.realpath(sys.executable)).read_bytes()
+    assert elf.count(b"libc.so.6\0") == 1
+    fake = tmp_path / "libqfake.so"
+    fake.write_bytes(elf.replace(b"libc.so.6\0", soname.encode() + b"\0"))
+    return fake
+
+
+@pytest.fixture
+def complete_plugin(monkeypatch):
+    """Qt's platform plugin as one whose every library is found (this Python), so that
+    what is tested is the display's answer, not this machine's xcb libraries."""
+    monkeypatch.setattr(display, "_plugin", lambda platform: Path(sys.executable))
+
+
+def test_a_display_that_answers_is_taken(x_server, complete_plugin):
     assert display.problem(_env(DISPLAY=x_server.display)) is None
     assert x_server.served == 1
     # a dead Wayland socket first (a Wayland session): Qt falls back to X, and so may we
@@ -143,3 +162,35 @@ def test_no_check_where_qt_draws_without_a_display():
         assert display.problem(_env(QT_QPA_PLATFORM=platform)) is None
     said = display.problem(_env(QT_QPA_PLATFORM="xcb"))
     assert said is not None and "neither DISPLAY nor WAYLAND_DISPLAY" in said
+
+
+@pytest.mark.skipif(shutil.which("ldd") is None, reason="the libraries are read with ldd")
+def test_a_display_whose_qt_plugin_lacks_a_library_names_the_library(x_server, tmp_path,
+                                                                      monkeypatch):
+    """X answers, but Qt's plugin for it cannot load: Qt's abort names libxcb-cursor0
+    whichever library is missing; this names the one that is."""
+    plugin = _elf_needing("libq.so.6", tmp_path)
+    monkeypatch.setattr(display, "_plugin", lambda platform: plugin)
+    said = display.problem(_env(DISPLAY=x_server.display))
+    assert said == ("exotray: Qt's plugin for this display (libqfake.so) cannot load: "
+                    "libq.so.6 is missing (Debian/Ubuntu: apt install libq6).")
+
+
+def test_qt_without_its_system_libraries_is_named_not_reinstall():
+    """A bare server: Qt imports fail on a system library (libGL), not on this install."""
+    from exotray.cli.main import gui_import_problem
+
+    said = gui_import_problem(ImportError(
+        "libGL.so.1: cannot open shared object file: No such file or directory",
+        name="PySide6.QtWidgets"))
+    assert "libGL.so.1 is missing (Debian/Ubuntu: apt install libgl1)" in said
+    assert "reinstall" not in said and "`exotray agent`" in said
+    said = gui_import_problem(ImportError(name="pyqtgraph"))
+    assert "pyqtgraph is missing from this install" in said and "reinstall" in said
+
+
+def test_debian_packages_of_libraries():
+    assert [display.debian_package(s) for s in (
+        "libxcb-cursor.so.0", "libxcb-icccm.so.4", "libxkbcommon-x11.so.0", "libGL.so.1",
+        "libX11-xcb.so.1")] == ["libxcb-cursor0", "libxcb-icccm4", "libxkbcommon-x11-0",
+                                 "libgl1", "libx11-xcb1"]
