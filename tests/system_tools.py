@@ -56,12 +56,15 @@ PACKAGES = {
 
 def missing(*tools: str) -> str | None:
     """None when every program is on PATH, else the reason to skip: which are missing
-    and the packages that have them."""
-    absent = [t for t in dict.fromkeys(tools) if shutil.which(t) is None]
-    if not absent:
-        return None
-    packages = " ".join(dict.fromkeys(PACKAGES.get(t, t) for t in absent))
-    return f"needs {', '.join(absent)} (Debian/Ubuntu: apt install {packages})"
+    and the packages that have them. "Qt" stands for Qt's system libraries (qt_problem)."""
+    absent = [t for t in dict.fromkeys(tools) if t != "Qt" and shutil.which(t) is None]
+    reasons = []
+    if absent:
+        packages = " ".join(dict.fromkeys(PACKAGES.get(t, t) for t in absent))
+        reasons.append(f"needs {', '.join(absent)} (Debian/Ubuntu: apt install {packages})")
+    if "Qt" in tools and (qt := qt_problem()) is not None:
+        reasons.append(qt)
+    return "; ".join(reasons) or None
 
 
 def require(*tools: str) -> None:
@@ -103,3 +106,32 @@ def qt_xcb_plugin() -> Path:
     import PySide6
 
     return Path(PySide6.__file__).parent / "Qt" / "plugins" / "platforms" / "libqxcb.so"
+
+
+#: (why Qt does not load here, the ImportError's text), once asked; (None, None): it does
+_qt: list[tuple[str | None, str | None]] = []
+
+
+def qt_problem() -> str | None:
+    """None where Qt loads (any desktop has its libraries), else what is missing: a
+    machine with only python3 and venv lacks libGL, fontconfig, xkbcommon... There the
+    tray app's tests skip and the agent's run."""
+    if not _qt:
+        try:
+            import PySide6.QtGui
+            import PySide6.QtWidgets
+        except ImportError as e:
+            import PySide6
+
+            lib = Path(PySide6.__file__).parent / "Qt" / "lib" / "libQt6Widgets.so.6"
+            libs = missing_libraries(lib)
+            _qt.append((f"Qt {libs}" if libs else f"Qt does not load here ({e})", str(e)))
+        else:
+            _qt.append((None, None))
+    return _qt[0][0]
+
+
+def is_qt_failing(text: str) -> bool:
+    """Whether an error (its text or traceback) is Qt failing to load here."""
+    qt_problem()
+    return _qt[0][1] is not None and _qt[0][1] in text

@@ -29,7 +29,8 @@ pytestmark = [
                        reason="EXOTRAY_SKIP_BUNDLE=1"),
     pytest.mark.skipif(importlib.util.find_spec("PyInstaller") is None,
                        reason="PyInstaller is not installed (pip install -e '.[package]')"),
-    pytest.mark.needs("objdump"),  # PyInstaller reads libraries' dependencies with it
+    pytest.mark.needs("objdump", "Qt"),  # PyInstaller reads libraries' dependencies with
+                                         # objdump; the bundle's self-test draws with Qt
 ]
 
 

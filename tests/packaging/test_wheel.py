@@ -13,8 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(os.environ.get("EXOTRAY_SKIP_BUNDLE") == "1",
-                                reason="EXOTRAY_SKIP_BUNDLE=1")
+pytestmark = [pytest.mark.skipif(os.environ.get("EXOTRAY_SKIP_BUNDLE") == "1",
+                                 reason="EXOTRAY_SKIP_BUNDLE=1"),
+              pytest.mark.needs("Qt")]  # the installed app imports its GUI
 
 
 @pytest.mark.timeout(900)
