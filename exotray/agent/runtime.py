@@ -185,7 +185,7 @@ class Agent:
     def _peer_event(self, peer: Peer, up: bool, why: str) -> None:
         self.events.emit("peer_up" if up else "peer_down", self.wall(self.clock()),
                          link_id=None, peer_id=peer.id, peer_name=peer.name or peer.key,
-                         utilization=None, reason=why,
+                         utilization=None, reason=why, first=up and not peer.said_up,
                          addresses=[f"{a}:{p}" for a, p in peer.addresses])
 
     # -- discovery ---------------------------------------------------------------------

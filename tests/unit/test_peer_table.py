@@ -114,3 +114,53 @@ def test_a_late_loop_is_not_a_silent_peer(lost, up):
     assert link.up is up
     table.replied(link, clock())  # a reply resets the count
     assert link.lost_since_reply == 0
+
+
+def test_a_nameless_peers_up_waits_for_its_name_and_an_unsaid_up_has_no_down():
+    """Issue 34 point 11: a manual peer answers before its first snapshot names it; its
+    peer_up waits for the name (NAME_WAIT_S at most) rather than name it by address, and
+    a down before the up was said is not said either."""
+    from exotray.agent.peers.table import NAME_WAIT_S
+
+    table, clock, calls = _table()
+
+    def manual(host):  # --peer HOST:52480, resolved
+        peer = table.add_manual(host, 52480)
+        peer.manual_targets = [(host, 52480)]
+        table.set_targets(peer)
+        return peer
+
+    peer = manual("10.0.0.3")
+    link = table.links[("10.0.0.3", 52480)]
+    table.replied(link, clock())
+    assert [c for c in calls if c[0] == "up"] == [] and peer.up_unsaid_since == clock()
+    clock.t += 0.5
+    peer.name = "studio-3"  # its snapshot came
+    table.update_liveness(clock())
+    assert [c for c in calls if c[0] == "up"] == [("up", "probes")] and peer.said_up
+    # another, never named: said by its address after NAME_WAIT_S
+    other = manual("10.0.0.4")
+    table.replied(table.links[("10.0.0.4", 52480)], clock())
+    clock.t += NAME_WAIT_S - 0.1
+    table.replied(table.links[("10.0.0.4", 52480)], clock())
+    table.update_liveness(clock())
+    assert len([c for c in calls if c[0] == "up"]) == 1 and not other.said_up
+    clock.t += 0.2
+    table.update_liveness(clock())
+    assert len([c for c in calls if c[0] == "up"]) == 2 and other.said_up
+    # a third goes down before its up was said: nothing either way
+    third = manual("10.0.0.5")
+    third_link = table.links[("10.0.0.5", 52480)]
+    table.replied(third_link, clock())
+    clock.t += 1.0
+    for lk in table.links.values():
+        if lk is not third_link:
+            table.replied(lk, clock())
+    third_link.lost_since_reply = 10
+    clock.t += DOWN_AFTER_S
+    for lk in table.links.values():
+        if lk is not third_link:
+            table.replied(lk, clock())
+    table.update_liveness(clock())
+    assert not third_link.up and third.up_unsaid_since is None and not third.said_up
+    assert [c for c in calls if c[0] == "down"] == []

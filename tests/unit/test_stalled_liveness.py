@@ -50,4 +50,6 @@ def test_probes_older_than_the_answered_one_do_not_take_the_link_down():
     link = asyncio.run(main())
     assert link.last_reply is not None and link.lost_since_reply == 0
     assert link.up, "a live link went down after the loop stalled"
-    assert events == [(f"127.0.0.1:{link.target[1]}", True)]  # up, and no down
+    # no down (the up itself waits for the peer's name, which this bare peer never sends:
+    # peers/table.py NAME_WAIT_S)
+    assert all(up for _key, up in events)

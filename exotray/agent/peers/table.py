@@ -33,6 +33,9 @@ STALE_ADDRESS_S = 15.0
 #: reply, however long that was: a loop that ran late sent fewer probes, and a probe not
 #: sent is not a lost one (issue 18 finding 10: a starved machine cried wolf)
 MIN_LOST_FOR_DOWN = 2
+#: a peer that comes up before its name is known (a manual peer before its first
+#: snapshot) is said to be up when the name comes, or after this long, by its address
+NAME_WAIT_S = 3.0
 
 
 @dataclass
@@ -59,6 +62,11 @@ class Peer:
     #: when it entered the table, and whether any of its links ever answered a probe
     seen_at: float = 0.0
     ever_up: bool = False
+    #: up, but not said yet: its name is not known (a manual peer before its first
+    #: snapshot); since when. Said when the name comes, or after NAME_WAIT_S.
+    up_unsaid_since: float | None = None
+    #: whether a peer_up was ever said of it (the first one says "found", not "again")
+    said_up: bool = False
 
 
 def _ignore(*_: object) -> None:
@@ -138,7 +146,7 @@ class PeerTable:
         peer.addresses = []
         self.peers.pop(peer.key, None)
         if peer.was_up:
-            self.on_peer_event(peer, False, why)
+            self._say(peer, False, why, self.clock())
 
     def _refuse(self, reason: str, msg: str, *args: object) -> None:
         """Count a refusal; log the 1st, 10th, 100th... of each reason (a flood is a
@@ -256,6 +264,20 @@ class PeerTable:
         if not link.up:
             self.update_liveness(now)
 
+    def _say(self, peer: Peer, up: bool, why: str, now: float) -> None:
+        """Report a peer's change: an up waits for the peer's name (NAME_WAIT_S at
+        most), so that it is not named by its address; a down of an up not yet said is
+        not said either."""
+        if up and peer.name is None:
+            peer.up_unsaid_since = now
+            return
+        if not up and peer.up_unsaid_since is not None:
+            peer.up_unsaid_since = None
+            return
+        peer.up_unsaid_since = None
+        self.on_peer_event(peer, up, why)
+        peer.said_up = peer.said_up or up
+
     def update_liveness(self, now: float) -> None:
         if self.paused:
             return
@@ -275,7 +297,12 @@ class PeerTable:
             if is_up != peer.was_up:
                 peer.was_up = is_up
                 peer.down_since = None if is_up else now
-                self.on_peer_event(peer, is_up, "probes" if is_up else "no probe replies")
+                self._say(peer, is_up, "probes" if is_up else "no probe replies", now)
+            elif peer.up_unsaid_since is not None and (
+                    peer.name is not None or now - peer.up_unsaid_since >= NAME_WAIT_S):
+                peer.up_unsaid_since = None
+                self.on_peer_event(peer, True, "probes")
+                peer.said_up = True
 
     def resume(self, now: float, grace_s: float) -> None:
         """Monitoring resumes after a pause: a pause is not an outage."""

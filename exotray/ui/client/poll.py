@@ -20,6 +20,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,9 @@ class AgentClient(QObject):
         self._next_id = 0
         self._callbacks: dict[int, Callable[[Any, str | None], None]] = {}
         self._after: int | None = None
+        #: since when this client has been without its agent (its start, or the poll that
+        #: lost it): events from then on are new to the user, older ones are not
+        self._detached_at = time.time()
         self.replied.connect(self._dispatch)
         self._latest_lock = threading.Lock()
         self._latest: tuple[Any] | None = None  # (view,) not yet taken by the GUI
@@ -197,7 +201,9 @@ class AgentClient(QObject):
                 raise ValueError(f"HTTP {r.status_code}")
             cluster = r.json()
         except HttpError:
-            self._after = None  # re-attach: do not replay old events after a restart
+            if self._after is not None:
+                self._detached_at = time.time()
+            self._after = None  # re-attach: replay only what happened since
             self._publish(None)
             return
         self._publish(cluster)
@@ -209,7 +215,12 @@ class AgentClient(QObject):
         except HttpError:
             return
         if self._after is None:
-            self._after = data["last_seq"]  # attach: only what happens from now on
+            # attach: what happened while this app waited for its agent (the peers an
+            # agent it started found in its first second) is new; what came before is not
+            self._after = data["last_seq"]
+            new = [e for e in data["events"] if _unix(e.get("at")) >= self._detached_at]
+            if new:
+                self.eventsArrived.emit(new)
             return
         if data["events"]:
             self._after = data["events"][-1]["seq"]
@@ -243,3 +254,11 @@ def _why(e: BaseException) -> str:
     if isinstance(e, TimeoutError):
         return "timed out"
     return str(e) or type(e).__name__
+
+
+def _unix(iso: Any) -> float:
+    """An event's time (ISO 8601, …Z) as unix seconds; an unreadable one is old."""
+    try:
+        return datetime.fromisoformat(str(iso).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return float("-inf")

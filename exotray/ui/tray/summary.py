@@ -219,6 +219,8 @@ def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | Non
                 f"exo ({model}) no longer uses {label} to {peer} while {better} is better")
     if kind == "peer_down":
         return (f"Peer down: {peer}", f"{node} gets no answer from {peer}")
+    if kind == "peer_up" and event.get("first"):
+        return (f"Peer found: {peer}", f"{node} reaches {peer}")
     if kind == "peer_up":
         return (f"Peer up: {peer}", f"{node} reaches {peer} again")
     return None
