@@ -4,12 +4,14 @@ may be missing, in plain words. Pure functions over the /v1/cluster dict."""
 from __future__ import annotations
 
 from exotray.core import fmt, queueing
+from exotray.core.topology import node_condition
 
 
 def status_lines(cluster: dict) -> list[str]:
     names = {n["node"]["id"]: n["node"]["name"] for n in cluster.get("nodes", [])}
     rows = [("FROM", "TO", "VIA", "RTT", "RX", "TX", "UTIL", "STATE")]
     for node in cluster.get("nodes", []):
+        condition = node_condition(node)
         for lk in node.get("links", []):
             peer = lk.get("peer_name") or names.get(lk.get("peer_id")) or lk["peer_address"]
             iface = lk.get("local_label") or lk.get("local_interface") or "?"
@@ -21,12 +23,16 @@ def status_lines(cluster: dict) -> list[str]:
                 node["node"]["name"],
                 f"{peer} {lk['peer_address']}",
                 iface,
-                fmt.ms(lk.get("rtt_ms")),
+                # a down link's last RTT, or a stale node's, is not its RTT now
+                fmt.ms(lk.get("rtt_ms") if lk["state"] != "down" and condition is None
+                       else None),
                 fmt.rate(lk.get("rx_bytes_per_s")),
                 fmt.rate(lk.get("tx_bytes_per_s")),
                 fmt.percent(lk.get("utilization")),
                 # "saturated (+170 ms queueing)" when the queueing delay matters
-                " ".join([lk["state"], *[f"({n})" for n in [queueing.note(lk)] if n]]),
+                " ".join([lk["state"], *[f"({n})" for n in [queueing.note(lk)] if n]])
+                if condition is None else "paused" if condition[0] == "paused"
+                else f"{lk['state']} {condition[1]} s ago (no answer since)",
             ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]

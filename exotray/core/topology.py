@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-_STATE_RANK = {"up": 0, "saturated": 1, "down": 2}
+_STATE_RANK = {"paused": -1, "up": 0, "saturated": 1, "down": 2}
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,31 @@ class Node:
     known: bool
     reachable: bool
     age_s: float | None
+
+
+def node_condition(node: dict[str, Any]) -> tuple[str, ...] | None:
+    """A cluster view's node that is not measuring now: ("stale", "70") when its agent
+    stopped answering 70 s ago (its links are its last word, not its state now),
+    ("paused",) when its monitoring is paused; None for a live node."""
+    if not node.get("reachable", True):
+        return ("stale", f"{node.get('age_s') or 0:.0f}")
+    if node.get("paused"):
+        return ("paused",)
+    return None
+
+
+def as_shown(cluster: dict[str, Any]) -> dict[str, Any]:
+    """The cluster view as the UI shows it: a node whose monitoring is paused reports its
+    links' last numbers, not their state now, so each of its links is "paused", with no
+    utilization or RTT (the other end's view, when it has one, still counts). The view
+    itself is not changed; a view with no paused node is returned as it is."""
+    nodes = cluster.get("nodes") or []
+    if not any(n.get("paused") for n in nodes):
+        return cluster
+    return {**cluster, "nodes": [
+        {**n, "links": [{**lk, "state": "paused", "utilization": None, "rtt_ms": None}
+                        for lk in n.get("links", [])]} if n.get("paused") else n
+        for n in nodes]}
 
 
 def _known_utilization(link: dict[str, Any]) -> float | None:

@@ -27,6 +27,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from exotray.core.paths import read_token
+from exotray.core.topology import as_shown
 from exotray.ui.client.localhttp import Error as HttpError
 from exotray.ui.client.localhttp import LocalHttp
 
@@ -206,7 +207,7 @@ class AgentClient(QObject):
             self._after = None  # re-attach: replay only what happened since
             self._publish(None)
             return
-        self._publish(cluster)
+        self._publish(as_shown(cluster))  # a paused node's links: "paused", not red
         try:
             r = http.get("/v1/events", params={"after": self._after or 0})
             if r.status_code != 200:

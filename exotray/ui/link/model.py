@@ -20,7 +20,7 @@ from PySide6.QtCore import (
 )
 
 from exotray.core import fmt
-from exotray.core.topology import Node
+from exotray.core.topology import Node, node_condition
 from exotray.ui.link import words as linkwords
 
 LINK_ID = Qt.ItemDataRole.UserRole + 1
@@ -45,7 +45,7 @@ HEADER_TIPS = {
          "while a local exo answers)",
 }
 RDMA_WORDS = {"counted": "RDMA counted", "not_counted": "RDMA not counted"}
-_STATE_RANK = {"down": 2, "saturated": 1, "up": 0}
+_STATE_RANK = {"down": 2, "saturated": 1, "up": 0, "paused": -1, "stale": -2}
 _ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _NUMBERS = frozenset((RTT, JITTER, LOSS, RX, TX, UTIL, CAPACITY))
 _ROOT = QModelIndex()  # the table's (invisible) parent of every row
@@ -120,11 +120,21 @@ class _Row:
         self.ifaces = ifaces
 
 
+def _state(lk: dict[str, Any], condition: tuple[str, ...] | None) -> Any:
+    if condition is None:
+        return lk["state"]
+    if condition[0] == "paused":
+        return "paused"
+    return ("stale", lk["state"], condition[1])
+
+
 def _values(node_name: str, lk: dict[str, Any], ifaces: linkwords.Ifaces,
-            names: dict[str, str], words: dict[tuple, tuple[str, str]]) -> tuple:
+            names: dict[str, str], words: dict[tuple, tuple[str, str]],
+            condition: tuple[str, ...] | None = None) -> tuple:
     """A link's raw values, one per column (a cell changes exactly when its value does).
     `words`: the node's "Via" and "Traffic of" texts by interface (its links share a
-    few interfaces: each pair is worked out once per view)."""
+    few interfaces: each pair is worked out once per view); `condition`: the node's
+    (node_condition)."""
     get = lk.get
     addr = lk["peer_address"]
     peer = get("peer_name") or names.get(get("peer_id")) or addr
@@ -138,8 +148,11 @@ def _values(node_name: str, lk: dict[str, Any], ifaces: linkwords.Ifaces,
     if texts is None:
         texts = words[carrier] = (linkwords.via(lk, ifaces), linkwords.traffic_of(lk, ifaces))
     exo = exo_cell(lk) if get("exo_instances") or get("rdma") else ""
-    return (node_name, (peer, addr), texts[0], get("rtt_ms"), get("jitter_ms"), get("loss"),
-            texts[1], get("rx_bytes_per_s"), get("tx_bytes_per_s"), util, cap, lk["state"],
+    # a down link's last RTT is not its RTT; a stale node's numbers are not now's either
+    live = lk["state"] != "down" and condition is None
+    return (node_name, (peer, addr), texts[0], get("rtt_ms") if live else None,
+            get("jitter_ms") if live else None, get("loss"), texts[1],
+            get("rx_bytes_per_s"), get("tx_bytes_per_s"), util, cap, _state(lk, condition),
             exo)
 
 
@@ -147,7 +160,7 @@ def _sort_key(c: int, v: Any) -> Any:
     if c == TO:
         return v[0]
     if c == STATE:
-        return _STATE_RANK.get(v, 3)
+        return _STATE_RANK.get(v[0] if isinstance(v, tuple) else v, 3)
     if c in _NUMBERS:
         if v is None:  # unknown sorts below every number (RTT: above, as the slowest)
             return float("inf") if c == RTT else -1.0
@@ -186,6 +199,8 @@ class LinkModel(QAbstractTableModel):
             return fmt.utilization(v, 1.0 if v is not None else None)
         if c == CAPACITY:
             return _capacity_text(v)
+        if c == STATE and isinstance(v, tuple):  # ("stale", state, age)
+            return f"{v[1]} {v[2]} s ago (no answer since)"
         return v
 
     def _texts(self, row: _Row) -> list[str]:
@@ -268,8 +283,10 @@ class LinkModel(QAbstractTableModel):
             ifaces = linkwords.node_interfaces(node)
             name = node["node"]["name"]
             words: dict[tuple, tuple[str, str]] = {}
+            condition = node_condition(node)
             for lk in node.get("links", []):
-                fresh[lk["id"]] = (_values(name, lk, ifaces, names, words), lk, ifaces)
+                fresh[lk["id"]] = (_values(name, lk, ifaces, names, words, condition), lk,
+                                   ifaces)
         rows_changed = fresh.keys() != self._by_id.keys()
         if rows_changed:
             self._remove([i for i, r in enumerate(self.rows) if r.id not in fresh])
