@@ -232,10 +232,20 @@ def cmd_measure(args: argparse.Namespace) -> int:
     print(f"{data.get('peer_name') or data['peer']} via {data['interface']}: "
           f"{up} up, {down} down "
           f"({data['streams']} streams, {data['seconds']:g} s each way); "
-          + (f"now the capacity of {kept}" if kept else "nothing came through"
+          + (_kept(kept, data.get("override_mbit")) if kept else "nothing came through"
              if not (data["up_mbit_s"] or data["down_mbit_s"]) else
              f"not kept: which cable of {data['interface']} reaches the peer is not known yet"))
     return 0
+
+
+def _kept(iface: str, override_mbit: float | None) -> str:
+    """Where a measured capacity went: the interface's capacity, or kept behind the
+    user's own setting for it, which stays in force (core/capacity.py's order)."""
+    if not override_mbit:
+        return f"now the capacity of {iface}"
+    return (f"kept for {iface}, but your setting for {iface} ({fmt.speed(override_mbit)}) "
+            f"stays in force: remove it (capacity = {{...}} in the config, --capacity, or "
+            f"Preferences) to use the measured one")
 
 
 def cmd_prometheus_sd(args: argparse.Namespace) -> int:

@@ -5,6 +5,9 @@ result kept beside a user's capacity says that the setting stays in force."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import httpx
 from helpers import AgentProc, free_port, wait_for
 
@@ -50,6 +53,13 @@ def test_a_capacity_tests_traffic_raises_no_saturation_and_is_marked(tmp_path):
             assert "link_saturated" not in types, types
             lo = next(i for i in x.get("/v1/snapshot")["interfaces"] if i["name"] == "lo")
             assert lo["capacity_source"] == "override"  # the setting stays in force
+        # the command says so too (point 7)
+        p = subprocess.run([sys.executable, "-m", "exotray", "measure", f"127.0.0.1:{pb}",
+                            "--seconds", "1", "--port", str(pa), "--state-dir", str(a.state)],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert "kept for lo, but your setting for lo (1 MB/s) stays in force" in p.stdout, (
+            p.stdout)
     finally:
         a.close()
         b.close()
