@@ -109,8 +109,8 @@ def test_timeline_shows_a_real_agents_events_and_a_click_selects_the_link(qtbot,
         since, until = w.timeline.span()
         assert until - since == DEFAULT_SPAN_S  # the charts show less: the default day
         rows = w.timeline.rows()
-        # (a peer is named by its address until its snapshot has come)
-        assert any(r[1].startswith("Peer up: ") for r in rows), rows
+        # the peer's first up is "found", by its name (issue 34 point 11)
+        assert any(r[1] == "Peer found: studio-2" for r in rows), rows
         row = next(i for i, r in enumerate(rows) if r[1].startswith("Link saturated: studio-1"))
         assert rows[row][2].startswith("Loopback at ")  # "Loopback at 20512 % (…)"
         index = w.timeline.index(row, 1)
