@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from exotray.cli.display import debian_package  # (one naming rule for both)
+
 #: program -> the Debian/Ubuntu package that ships it
 PACKAGES = {
     # the network-namespace lab (tests/lab)
@@ -79,14 +81,6 @@ def needs(*tools: str) -> pytest.MarkDecorator:
     return pytest.mark.needs(*tools)
 
 
-def _package_of(soname: str) -> str:
-    """A shared library's Debian package by the naming policy: libxcb-cursor.so.0 ->
-    libxcb-cursor0, libxkbcommon-x11.so.0 -> libxkbcommon-x11-0 (a hint, not a lookup)."""
-    name, _, version = soname.partition(".so.")
-    name = name.lower()
-    return f"{name}{'-' if name[-1:].isdigit() else ''}{version.split('.')[0]}"
-
-
 def missing_libraries(binary: Path) -> str | None:
     """None when every shared library `binary` needs resolves (or ldd cannot tell),
     else which do not and the packages that have them."""
@@ -97,7 +91,7 @@ def missing_libraries(binary: Path) -> str | None:
     absent = list(dict.fromkeys(re.findall(r"^\s*(\S+) => not found", out, re.M)))
     if not absent:
         return None
-    packages = " ".join(_package_of(lib) for lib in absent)
+    packages = " ".join(debian_package(lib) for lib in absent)
     return f"needs {', '.join(absent)} (Debian/Ubuntu: apt install {packages})"
 
 
