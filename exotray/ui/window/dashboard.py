@@ -19,12 +19,9 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QFileDialog,
-    QFrame,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
     QSplitter,
-    QStyle,
     QVBoxLayout,
     QWidget,
 )
@@ -34,8 +31,9 @@ from exotray.ui.client.poll import AgentClient
 from exotray.ui.link import words as linkwords
 from exotray.ui.link.table import LinkTable
 from exotray.ui.link.view import LinkDetails
-from exotray.ui.style import look, theme
+from exotray.ui.style import look
 from exotray.ui.topology.view import TopologyView
+from exotray.ui.window.banner import ProblemBanner
 from exotray.ui.window.timeline import DEFAULT_SPAN_S, FETCH_LIMIT, EventTimeline, event_time
 
 
@@ -61,10 +59,36 @@ class MainWindow(QMainWindow):
         #: the span of the events last asked for (seconds), None before the first fetch
         self._events_span: float | None = None
 
+        split = self._build_panes()
+        self.problem_banner = ProblemBanner()
+        self.agent_problem = self.problem_banner.label
+        central = QWidget()
+        cl = QVBoxLayout(central)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.setSpacing(0)
+        cl.addWidget(self.problem_banner)
+        cl.addWidget(split, 1)
+        self.setCentralWidget(central)
+        self.resize(1280, 820)
+        self._build_bars()
+
+        self.topology.linkSelected.connect(self.select_link)
+        self.table.selectionModel().selectionChanged.connect(self._table_selected)
+        self.details.rangeChanged.connect(self._range_changed)
+        self.details.historyWanted.connect(self._fetch_history)
+        self.timeline.eventActivated.connect(self._event_clicked)
+        events_arrived = getattr(client, "eventsArrived", None)
+        if events_arrived is not None:
+            events_arrived.connect(self.timeline.add_events)
+        look.instance().changed.connect(self.restyle)
+
+    def _build_panes(self) -> QSplitter:
+        """The topology beside the selected link's details, over the table of links beside
+        the events' timeline."""
         self.topology = TopologyView()
         self.details = LinkDetails()
         self.table = LinkTable()
-        self.timeline = EventTimeline(clock)
+        self.timeline = EventTimeline(self.clock)
         self.empty = QLabel("Click a link to see its latency and bandwidth.")
         self.empty.setTextFormat(Qt.TextFormat.PlainText)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -86,35 +110,13 @@ class MainWindow(QMainWindow):
         split.addWidget(top)
         split.addWidget(bottom)
         split.setSizes([560, 220])
+        return split
 
-        # What is wrong with the agent, until it is not: a banner above everything.
-        self.problem_banner = QFrame()
-        self.problem_banner.setObjectName("agentProblem")
-        self.problem_banner.setStyleSheet(_banner_style())
-        icon = QLabel()
-        icon.setPixmap(self.style().standardIcon(
-            QStyle.StandardPixmap.SP_MessageBoxWarning).pixmap(20, 20))
-        icon.setAlignment(Qt.AlignmentFlag.AlignTop)
-        self.agent_problem = QLabel("")
-        self.agent_problem.setTextFormat(Qt.TextFormat.PlainText)
-        self.agent_problem.setWordWrap(True)
-        self.agent_problem.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        bl = QHBoxLayout(self.problem_banner)
-        bl.setContentsMargins(12, 8, 12, 8)
-        bl.addWidget(icon)
-        bl.addWidget(self.agent_problem, 1)
-        self.problem_banner.hide()
-        central = QWidget()
-        cl = QVBoxLayout(central)
-        cl.setContentsMargins(0, 0, 0, 0)
-        cl.setSpacing(0)
-        cl.addWidget(self.problem_banner)
-        cl.addWidget(split, 1)
-        self.setCentralWidget(central)
-        self.resize(1280, 820)
-        # The cluster summary is a status-bar widget, not a message: a message (a capacity
-        # test starting, an export) covers it for a while instead of being overwritten by
-        # the next update a second later. Results also stay in the link's details.
+    def _build_bars(self) -> None:
+        """The status bar with the cluster summary, and the toolbar for the selected link.
+        The summary is a widget, not a message: a message (a capacity test starting, an
+        export) covers it for a while instead of being overwritten by the next update a
+        second later. Results also stay in the link's details."""
         self.summary = QLabel("Waiting for the agent…")
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
         self.statusBar().addWidget(self.summary, 1)
@@ -127,16 +129,6 @@ class MainWindow(QMainWindow):
         self.measure_action.setToolTip(
             "A 2 x 5 s bulk TCP transfer over this link; the result becomes its capacity")
         self.measure_action.setEnabled(False)
-
-        self.topology.linkSelected.connect(self.select_link)
-        self.table.selectionModel().selectionChanged.connect(self._table_selected)
-        self.details.rangeChanged.connect(self._range_changed)
-        self.details.historyWanted.connect(self._fetch_history)
-        self.timeline.eventActivated.connect(self._event_clicked)
-        events_arrived = getattr(client, "eventsArrived", None)
-        if events_arrived is not None:
-            events_arrived.connect(self.timeline.add_events)
-        look.instance().changed.connect(self.restyle)
 
     def release(self) -> None:
         """The app quits: let the link's charts go safely (LinkDetails.release)."""
@@ -306,7 +298,7 @@ class MainWindow(QMainWindow):
     def restyle(self) -> None:
         """Redraw everything at once in style/theme.py's colours and fmt's units (Look.changed:
         the system's scheme or the Preferences' units changed)."""
-        self.problem_banner.setStyleSheet(_banner_style())
+        self.problem_banner.restyle()
         self.topology.restyle()
         self.details.restyle()
         self.timeline.restyle()
@@ -416,12 +408,3 @@ def _measured(result: dict[str, Any], at: str) -> str:
     whose = "its capacity" if kept == via else f"the capacity of {kept}, its cable"
     return (f"Measured at {at} via {via}: {as_bytes} ({as_bits}); now {whose}: "
             f"{fmt.capacity_rate(best)}.")
-
-
-def _banner_style() -> str:
-    return f"""
-#agentProblem {{
-    background: {theme.PROBLEM_BACKGROUND}; border-bottom: 1px solid {theme.PROBLEM_BORDER};
-}}
-#agentProblem QLabel {{ color: {theme.PROBLEM_TEXT}; font-weight: 600; }}
-"""
