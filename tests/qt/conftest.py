@@ -40,3 +40,16 @@ def view(qtbot, cluster: dict):
     qtbot.waitExposed(v)
     v.set_cluster(cluster)
     return v
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_teardown(item):
+    """Collect what a test left in reference cycles before pytest-qt processes the events
+    of its teardown: widgets and clients a test dropped (a dialog, its client, a window)
+    are then deleted here, between events, not by a collection that happens to run inside
+    a later event's handler (a paint, a queued call), where deleting a C++ object that is
+    in use crashes the process."""
+    import gc
+
+    gc.collect()
+    return (yield)
