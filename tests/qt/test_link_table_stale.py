@@ -19,7 +19,7 @@ def _cells(model: LinkModel, node: str, column: int) -> list[str]:
 def test_stale_down_and_paused_rows(qtbot):
     model = LinkModel()
     model.update(CLUSTER)
-    assert _cells(model, "gpu-3", STATE) == ["up 5 s ago (no answer since)"] * 2
+    assert _cells(model, "gpu-3", STATE) == ["up, 5 s ago"] * 2
     assert _cells(model, "gpu-3", RTT) == ["–", "–"]
     states = _cells(model, "studio-1", STATE)
     rtts = dict(zip(states, _cells(model, "studio-1", RTT), strict=True))

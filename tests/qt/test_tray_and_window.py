@@ -7,6 +7,7 @@ import copy
 import pytest
 from PySide6.QtCore import Qt
 
+from exotray.ui.link.model import RTT
 from exotray.ui.tray.icon import Tray, tray_icon
 from exotray.ui.window.dashboard import MainWindow
 
@@ -119,8 +120,8 @@ def test_table_updates_in_place_and_sorts(qtbot, cluster):
     w.set_cluster(again)
     assert w.table.source.rowCount() == n
     assert w.table.selected_link() == _sat(cluster)["id"]  # selection survives updates
-    w.table.sortByColumn(3, Qt.SortOrder.DescendingOrder)  # RTT, numerically
-    rtts = [w.table.proxy.index(r, 3).data(Qt.ItemDataRole.UserRole + 2)
+    w.table.sortByColumn(RTT, Qt.SortOrder.DescendingOrder)  # numerically
+    rtts = [w.table.proxy.index(r, RTT).data(Qt.ItemDataRole.UserRole + 2)
             for r in range(w.table.proxy.rowCount())]
     assert rtts == sorted(rtts, reverse=True)
 

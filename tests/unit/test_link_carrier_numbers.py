@@ -261,7 +261,7 @@ def test_a_capacity_test_says_which_interface_now_has_its_result(tmp_path):
     from types import SimpleNamespace
 
     from exotray.agent.http.measuring import measure
-    from exotray.ui.window.dashboard import _measured
+    from exotray.ui.window.actions import measured as _measured
 
     m, hw = _bridge_monitor(tmp_path, ("10.213.71.1", "10.213.72.1", "10.213.73.1"))
 

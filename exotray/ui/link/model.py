@@ -25,9 +25,11 @@ from exotray.ui.link import words as linkwords
 
 LINK_ID = Qt.ItemDataRole.UserRole + 1
 SORT = Qt.ItemDataRole.UserRole + 2
-COLUMNS = ("From", "To", "Via", "RTT", "Jitter", "Loss", "Traffic of", "Iface RX",
-           "Iface TX", "Utilization", "Capacity", "State", "exo")
-(FROM, TO, VIA, RTT, JITTER, LOSS, OWNER, RX, TX, UTIL, CAPACITY, STATE,
+#: the columns a user reads first come first: at the window's default size the ones
+#: after "Capacity" may need a scroll
+COLUMNS = ("From", "To", "State", "RTT", "Utilization", "Iface RX", "Iface TX", "Capacity",
+           "Via", "Traffic of", "Jitter", "Loss", "exo")
+(FROM, TO, STATE, RTT, UTIL, RX, TX, CAPACITY, VIA, OWNER, JITTER, LOSS,
  EXO) = range(len(COLUMNS))
 #: header tooltips
 HEADER_TIPS = {
@@ -150,10 +152,9 @@ def _values(node_name: str, lk: dict[str, Any], ifaces: linkwords.Ifaces,
     exo = exo_cell(lk) if get("exo_instances") or get("rdma") else ""
     # a down link's last RTT is not its RTT; a stale node's numbers are not now's either
     live = lk["state"] != "down" and condition is None
-    return (node_name, (peer, addr), texts[0], get("rtt_ms") if live else None,
-            get("jitter_ms") if live else None, get("loss"), texts[1],
-            get("rx_bytes_per_s"), get("tx_bytes_per_s"), util, cap, _state(lk, condition),
-            exo)
+    return (node_name, (peer, addr), _state(lk, condition), get("rtt_ms") if live else None,
+            util, get("rx_bytes_per_s"), get("tx_bytes_per_s"), cap, texts[0], texts[1],
+            get("jitter_ms") if live else None, get("loss"), exo)
 
 
 def _sort_key(c: int, v: Any) -> Any:
@@ -200,7 +201,7 @@ class LinkModel(QAbstractTableModel):
         if c == CAPACITY:
             return _capacity_text(v)
         if c == STATE and isinstance(v, tuple):  # ("stale", state, age)
-            return f"{v[1]} {v[2]} s ago (no answer since)"
+            return f"{v[1]}, {v[2]} s ago"  # (its node stopped answering then)
         return v
 
     def _texts(self, row: _Row) -> list[str]:

@@ -12,7 +12,7 @@ from exotray.ui.style import theme
 
 
 class ProblemBanner(QFrame):
-    def __init__(self) -> None:
+    def __init__(self, text: str = "") -> None:
         super().__init__()
         self.setObjectName("agentProblem")
         icon = QLabel()  # (the application's style, as the window's: no sheet of its own yet)
@@ -20,7 +20,7 @@ class ProblemBanner(QFrame):
             QStyle.StandardPixmap.SP_MessageBoxWarning).pixmap(20, 20))
         icon.setAlignment(Qt.AlignmentFlag.AlignTop)
         self.restyle()
-        self.label = QLabel("")
+        self.label = QLabel(text)
         self.label.setTextFormat(Qt.TextFormat.PlainText)
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

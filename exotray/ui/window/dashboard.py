@@ -26,13 +26,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from exotray.core import fmt, topology
+from exotray.core import topology
 from exotray.ui.client.poll import AgentClient
 from exotray.ui.link import words as linkwords
 from exotray.ui.link.table import LinkTable
 from exotray.ui.link.view import LinkDetails
 from exotray.ui.style import look
 from exotray.ui.topology.view import TopologyView
+from exotray.ui.window.actions import EXPORT_TIP, MEASURE_TIP, PAUSED_TEXT, measured
 from exotray.ui.window.banner import ProblemBanner
 from exotray.ui.window.timeline import DEFAULT_SPAN_S, FETCH_LIMIT, EventTimeline, event_time
 
@@ -43,7 +44,7 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.client = client
         self.clock = clock
-        self.setWindowTitle("exotray — cluster network")
+        self.setWindowTitle("cluster network")  # (Qt adds " — exotray", the app's name)
         self.cluster: dict[str, Any] | None = None
         self.edges: list[topology.Edge] = []
         self._graphs = topology.GraphCache()
@@ -67,6 +68,9 @@ class MainWindow(QMainWindow):
         cl.setContentsMargins(0, 0, 0, 0)
         cl.setSpacing(0)
         cl.addWidget(self.problem_banner)
+        #: monitoring paused (the tray's Pause Monitoring): said while it lasts
+        self.paused_banner = ProblemBanner(PAUSED_TEXT)
+        cl.addWidget(self.paused_banner)
         cl.addWidget(split, 1)
         self.setCentralWidget(central)
         self.resize(1280, 820)
@@ -79,7 +83,7 @@ class MainWindow(QMainWindow):
         self.timeline.eventActivated.connect(self._event_clicked)
         events_arrived = getattr(client, "eventsArrived", None)
         if events_arrived is not None:
-            events_arrived.connect(self.timeline.add_events)
+            events_arrived.connect(self._new_events)  # (a method: no cycle via a closure)
         look.instance().changed.connect(self.restyle)
 
     def _build_panes(self) -> QSplitter:
@@ -105,7 +109,7 @@ class MainWindow(QMainWindow):
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(self.table)
         bottom.addWidget(self.timeline)
-        bottom.setSizes([780, 500])
+        bottom.setSizes([700, 580])
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top)
         split.addWidget(bottom)
@@ -123,11 +127,10 @@ class MainWindow(QMainWindow):
         tools = self.addToolBar("Link")
         tools.setMovable(False)
         self.export_action = tools.addAction("Export history…", self._export_clicked)
-        self.export_action.setToolTip("Save the selected link's last hour as CSV or JSON")
+        self.export_action.setToolTip(EXPORT_TIP)
         self.export_action.setEnabled(False)
         self.measure_action = tools.addAction("Measure capacity", self.measure_capacity)
-        self.measure_action.setToolTip(
-            "A 2 x 5 s bulk TCP transfer over this link; the result becomes its capacity")
+        self.measure_action.setToolTip(MEASURE_TIP)
         self.measure_action.setEnabled(False)
 
     def release(self) -> None:
@@ -155,6 +158,7 @@ class MainWindow(QMainWindow):
             self.timeline.self_name = cluster["nodes"][0]["node"].get("name") or "this node"
         if first:
             self.fetch_events()  # (again) after the agent did not answer
+        self.paused_banner.setVisible(bool(cluster.get("nodes", [{}])[0].get("paused")))
         nodes, self.edges = graph = self._graphs.build(cluster)  # once, for all the views
         self.topology.set_cluster(cluster, graph)
         self.table.set_cluster(cluster, nodes)
@@ -223,12 +227,42 @@ class MainWindow(QMainWindow):
         finally:
             self._syncing = False
         link = self._link(link_id)
-        self.export_action.setEnabled(self.client is not None)
-        self.measure_action.setEnabled(self.client is not None)
+        owner = self._owner_of(link_id)
+        for action, what, tip in (
+                (self.export_action, "exported", EXPORT_TIP),
+                (self.measure_action, "measured", MEASURE_TIP)):
+            action.setEnabled(self.client is not None and owner is None)
+            action.setToolTip(tip if owner is None else (
+                f"This link is measured by {owner}: it can be {what} there (its agent keeps "
+                f"its history), not from this node"))
         self.empty.hide()
         self.details.show()
         self.details.set_link(link, self._node_name(link_id), self._interfaces(link_id))
+        if owner is not None and link_id not in self._results:
+            # this agent has no history of it: the charts fill from now, and say why
+            self._history_for = link_id
+            self._results[link_id] = (f"Measured by {owner}, whose agent keeps this link's "
+                                      "history: the charts here start now.")
         self.details.set_result(self._results.get(link_id))
+        self._show_tests()
+
+    def _owner_of(self, link_id: str) -> str | None:
+        """None for a link this node measures, else the name of the node that does."""
+        nodes = (self.cluster or {}).get("nodes") or [{}]
+        if any(lk["id"] == link_id for lk in nodes[0].get("links", [])):
+            return None
+        return self._node_name(link_id) or "another node"
+
+    def _new_events(self, events: list[dict[str, Any]]) -> None:
+        self.timeline.add_events(events)
+        if any(ev.get("type") == "capacity_test" for ev in events):
+            self._show_tests()
+
+    def _show_tests(self) -> None:
+        """Mark the selected link's capacity tests on its charts (its capacity_test
+        events in the timeline)."""
+        if self.link_id is not None:
+            self.details.set_tests(self.timeline.events_of("capacity_test", self.link_id))
 
     def _table_selected(self) -> None:
         if self._syncing:
@@ -262,6 +296,7 @@ class MainWindow(QMainWindow):
                 return
             self.timeline.set_events(result["events"], since, until,
                                      bool(result.get("truncated")))
+            self._show_tests()
 
         # "until" a little ahead: events raised while the answer travels are kept too
         self.client.request("GET", "/v1/events", done=done, params={
@@ -299,6 +334,7 @@ class MainWindow(QMainWindow):
         """Redraw everything at once in style/theme.py's colours and fmt's units (Look.changed:
         the system's scheme or the Preferences' units changed)."""
         self.problem_banner.restyle()
+        self.paused_banner.restyle()
         self.topology.restyle()
         self.details.restyle()
         self.timeline.restyle()
@@ -341,7 +377,7 @@ class MainWindow(QMainWindow):
             if result is None:
                 self.show_result(lid, f"Capacity test failed at {at}: {error}")
                 return
-            self.show_result(lid, _measured(result, at))
+            self.show_result(lid, measured(result, at))
 
         # (address:port: the address alone may be two agents' on one host: pick_link)
         self.client.measure(f"{link['peer_address']}:{link['peer_port']}",
@@ -376,7 +412,7 @@ class MainWindow(QMainWindow):
         """Ask the agent for the selected link's history the details want (off the GUI
         thread); only the answer to the latest request is shown."""
         link_id = self.link_id
-        if link_id is None or self.client is None:
+        if link_id is None or self.client is None or self._owner_of(link_id) is not None:
             return
         self._history_serial += 1
         serial = self._history_serial
@@ -389,22 +425,3 @@ class MainWindow(QMainWindow):
             self._history_for = link_id  # live updates from now on (also without history)
 
         self.client.history_query(link_id, query, done)
-
-
-def _measured(result: dict[str, Any], at: str) -> str:
-    """A capacity test's result in one unit system (bytes/s, like the rates), the new
-    capacity's link speed as a label of its own."""
-    mbit = {d: result.get(f"{d}_mbit_s") for d in ("up", "down")}
-    rates = {d: v * 1e6 / 8 for d, v in mbit.items() if v}
-    if not rates:
-        return f"Measured at {at} via {result.get('interface')}: nothing came through."
-    as_bytes = ", ".join(f"{fmt.capacity_rate(v)} {d}" for d, v in rates.items())
-    as_bits = ", ".join(f"{fmt.capacity_other(v)} {d}" for d, v in rates.items())
-    best = max(rates.values())  # the agent keeps the larger one
-    via, kept = result.get("interface"), result.get("capacity_of", result.get("interface"))
-    if not kept:  # through a bridge whose cable to the peer is not known yet
-        return (f"Measured at {at} via {via}: {as_bytes} ({as_bits}); not kept: which "
-                f"cable of {via} reaches the peer is not known yet.")
-    whose = "its capacity" if kept == via else f"the capacity of {kept}, its cable"
-    return (f"Measured at {at} via {via}: {as_bytes} ({as_bits}); now {whose}: "
-            f"{fmt.capacity_rate(best)}.")

@@ -145,7 +145,7 @@ class EventModel(QAbstractTableModel):
         if got is None:
             t, ev = self.rows[row]
             what, details = describe(ev, self._owner.self_name)
-            got = (time.strftime("%a %d %b %H:%M:%S", time.localtime(t)), what, details)
+            got = (time.strftime("%d %b %H:%M:%S", time.localtime(t)), what, details)
             if len(self._texts) > 4096:
                 self._texts.clear()
             self._texts[row] = got
@@ -230,8 +230,8 @@ class EventTimeline(QWidget):
         header.setStretchLastSection(True)
         # fixed widths, not ResizeToContents (which would format every row)
         fm = self.list.fontMetrics()
-        self.list.setColumnWidth(0, fm.horizontalAdvance("Wed 30 Dec 23:59:59") + 40)
-        self.list.setColumnWidth(1, 230)
+        self.list.setColumnWidth(0, fm.horizontalAdvance("30 Dec 23:59:59") + 36)
+        self.list.setColumnWidth(1, 210)
         self.list.clicked.connect(self._clicked)
         self.list.activated.connect(self._clicked)
         top = QHBoxLayout()
@@ -322,6 +322,11 @@ class EventTimeline(QWidget):
             self.eventActivated.emit(ev)
 
     # -- introspection (tests) ---------------------------------------------------------------
+    def events_of(self, type_: str, link_id: str) -> list[dict[str, Any]]:
+        """The events of one type about one link that the timeline holds."""
+        return [ev for _t, ev in self.model.rows
+                if ev.get("type") == type_ and ev.get("link_id") == link_id]
+
     def rows(self) -> list[tuple[str, str, str]]:
         """(time, what, details) per row, newest first."""
         return [self.model.texts(r) for r in range(self.model.rowCount())]
