@@ -365,7 +365,7 @@ def test_capacity_measured_through_a_200mbit_bottleneck(lab2):
     assert wait_for(lambda: up_peer_names(a1) == {"h2"}, 10), a1.log()
     assert wait_for(lambda: up_peer_names(a2) == {"h1"}, 10), a2.log()
     out = h1.exec(sys.executable, "-m", "exotray", "measure", "h2", "--seconds", "4",
-                  "--state-dir", str(a1.state), timeout=60)
+                  "--units", "bits", "--state-dir", str(a1.state), timeout=60)
     r = httpx.get(a1.url + "/v1/snapshot", trust_env=False).json()
     iface = next(i for i in r["interfaces"] if i["name"] == h1.veth)
     print(f"\n{out.strip()}")
