@@ -157,6 +157,10 @@ def test_exo_going_away_unmarks_and_logs_once(standin, caplog):
     (b"<html>502 Bad Gateway</html>", "not JSON"),
     (b"[1, 2, 3]", "a JSON list, not an object"),
     (b"!500", "/state answered HTTP 500"),
+    # issue 33 point 6: nested past Python's limit (a RecursionError was a traceback a poll)
+    (b'{"instances": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+     "JSON nested deeper than can be read"),
+    (b"[" * 200_000, "JSON nested deeper than can be read"),
 ])
 def test_garbage_is_unreadable_with_one_log_line(standin, caplog, body, detail):
     caplog.set_level(logging.DEBUG)
@@ -322,3 +326,19 @@ def test_an_exo_that_starts_after_refusals_is_found_at_the_next_poll(tmp_path):
         assert w.status == "ok" and len(calls) == 2
     finally:
         s.stop()
+
+
+def test_any_failure_to_read_exo_is_unreadable_not_a_traceback(monkeypatch):
+    """Issue 33 point 6: /node_id nested past the limit reads as no id, and whatever the
+    readers raise on an answer they did not expect is "unreadable", not "error in tick"."""
+    from exotray.agent.exo import state as exo_state
+
+    assert exo_state.parse_node_id(b"[" * 200_000) is None
+    w = make_watch("http://127.0.0.1:9", [], [])
+
+    def broken(*_a, **_k):
+        raise KeyError("shardAssignments")
+
+    monkeypatch.setattr(exo_state, "parse_state", broken)
+    with pytest.raises(exo_state.ExoUnreadable, match=r"cannot be read \(KeyError\)"):
+        w._read(None, b"{}", [])

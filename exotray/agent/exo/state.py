@@ -113,7 +113,7 @@ def parse_node_id(raw: bytes | str | Any) -> str | None:
     if isinstance(raw, bytes | str):
         try:
             raw = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # (not JSON; nested past Python's limit)
             return None
     if isinstance(raw, dict):  # tolerate {"nodeId": "…"} / {"node_id": "…"}
         raw = _get(raw, "nodeId", "node_id", "id")
@@ -126,6 +126,8 @@ def decode_state(raw: bytes) -> dict[str, Any]:
         obj = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
         raise ExoUnreadable(f"not JSON ({str(e)[:60]})") from None
+    except RecursionError:
+        raise ExoUnreadable("JSON nested deeper than can be read") from None
     if not isinstance(obj, dict):
         raise ExoUnreadable(f"a JSON {type(obj).__name__}, not an object")
     return obj

@@ -172,10 +172,17 @@ class ExoWatch:
     def _read(self, node_raw: bytes | None, state_raw: bytes,
               local: list[str] | None = None) -> exo.ExoState:
         """In a worker thread: parse exo's answers; read RDMA counters and bridge members."""
-        node_id = exo.parse_node_id(node_raw) if node_raw is not None else None
-        if node_raw is not None and node_id is None:
-            self.node_id_error = "/node_id answered no id"
-        state = exo.parse_state(exo.decode_state(state_raw), node_id, local)
+        try:
+            node_id = exo.parse_node_id(node_raw) if node_raw is not None else None
+            if node_raw is not None and node_id is None:
+                self.node_id_error = "/node_id answered no id"
+            state = exo.parse_state(exo.decode_state(state_raw), node_id, local)
+        except exo.ExoUnreadable:
+            raise
+        except Exception as e:  # whatever exo's answer does to the reader: unreadable,
+            # said once (_set), never a traceback a poll (a RecursionError, a shape the
+            # readers did not expect)
+            raise exo.ExoUnreadable(f"cannot be read ({type(e).__name__})") from None
         self._read_host(state)
         return state
 
