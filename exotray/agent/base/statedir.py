@@ -9,6 +9,7 @@ import logging
 import os
 import re
 import secrets
+import stat
 from pathlib import Path
 
 from exotray.core import paths
@@ -25,6 +26,30 @@ class StateDirError(StartError):
     agent)."""
 
 
+def make_private(state_dir: Path) -> None:
+    """The state dir and its files are this user's alone (0700, 0600), whatever the umask
+    they were made under: the history says what this node talked to, and when. Modes
+    that let others in are put right at start, with one log line."""
+    fixed = []
+    for p in (state_dir, *state_dir.iterdir()):
+        try:
+            st = p.lstat()
+        except OSError:  # (gone meanwhile)
+            continue
+        if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)) or not st.st_mode & 0o077:
+            continue
+        want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
+        try:
+            os.chmod(p, want)
+            fixed.append(f"{p.name} {stat.S_IMODE(st.st_mode):o}")
+        except OSError as e:
+            log.warning("cannot make %s private (mode %o): %s", p,
+                        stat.S_IMODE(st.st_mode), e.strerror or e)
+    if fixed:
+        log.info("state dir %s: made private to this user (was: %s)", state_dir,
+                 ", ".join(fixed))
+
+
 def lock_state_dir(state_dir: Path) -> int:
     """Hold the state dir for this agent's life: an exclusive flock on its `lock` file
     (released by the kernel when the process ends, however it ends). Two agents with one
@@ -32,7 +57,8 @@ def lock_state_dir(state_dir: Path) -> int:
     second one is refused. Returns the lock's file descriptor."""
     if state_dir.exists() and not state_dir.is_dir():  # mkdir would say "File exists"
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(state_dir))
-    state_dir.mkdir(parents=True, exist_ok=True)
+    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private(state_dir)
     path = state_dir / paths.LOCK_FILE
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
@@ -86,7 +112,7 @@ def load_node_id(state_dir: Path) -> str:
                     "node id", path)
     node_id = secrets.token_hex(6)
     try:
-        paths.write_atomically(path, f"{node_id}\n".encode(), mode=0o644)
+        paths.write_atomically(path, f"{node_id}\n".encode(), mode=0o600)
     except OSError as e:
         raise OSError(e.errno, f"cannot write a new node id to {path}: {e.strerror}") from None
     return node_id

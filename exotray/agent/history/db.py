@@ -19,8 +19,10 @@ there is added to every tier's table at the next open (history/schema.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import sqlite3
 from datetime import datetime
 from pathlib import Path
@@ -75,6 +77,13 @@ class HistoryDB:
         self._series: dict[tuple[str, str], int] = {}
         self._inserts: dict[tuple[str, tuple[str, ...]], tuple[str, list]] = {}
         self._cleaned_at: float | None = None
+        if str(path) != ":memory:" and not os.path.lexists(path):
+            # made 0600 before SQLite makes it with the umask's mode; its -wal and -shm
+            # take the database file's mode (SQLite's unix VFS). Where it cannot be made,
+            # SQLite says why, as before.
+            with contextlib.suppress(OSError):
+                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC,
+                                 0o600))
         self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         try:
             prepare(self.conn, self.tiers)

@@ -108,7 +108,7 @@ class CapacityStore:
     def _write(self, data: dict) -> None:
         assert self.path is not None
         try:
-            paths.write_atomically(self.path, json.dumps(data, indent=1).encode(), mode=0o644)
+            paths.write_atomically(self.path, json.dumps(data, indent=1).encode(), mode=0o600)
         except OSError as e:
             log.warning("cannot keep the measured capacity in %s: %s", self.path,
                         e.strerror or e)
