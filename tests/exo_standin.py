@@ -4,7 +4,8 @@ and `GET /state`, answered from two files read on every request, so a test chang
 
 In a thread: `StandIn(dir).start()`; as a process (inside a lab namespace):
 `python tests/exo_standin.py DIR PORT [BIND]`. DIR holds `node_id` (raw body) and
-`state` (raw body; the text `!slow` makes it answer after 5 s, `!500` an HTTP 500).
+`state` (raw body; the text `!slow` makes it answer after 5 s, `!500` an HTTP 500,
+`!drip` send a byte every 0.2 s).
 """
 
 from __future__ import annotations
@@ -32,6 +33,19 @@ def _handler(root: Path) -> type[BaseHTTPRequestHandler]:
                 body = b"{}"
             elif body.strip() == b"!500":
                 status, body = 500, b"Internal Server Error"
+            elif body.strip() == b"!drip":  # a byte every 0.2 s, for at most 20 s
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", "100")
+                self.end_headers()
+                for _ in range(100):
+                    try:
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                    except OSError:  # the client gave up
+                        return
+                    time.sleep(0.2)
+                return
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(body)))

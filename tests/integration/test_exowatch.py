@@ -342,3 +342,22 @@ def test_any_failure_to_read_exo_is_unreadable_not_a_traceback(monkeypatch):
     monkeypatch.setattr(exo_state, "parse_state", broken)
     with pytest.raises(exo_state.ExoUnreadable, match=r"cannot be read \(KeyError\)"):
         w._read(None, b"{}", [])
+
+
+def test_an_exo_that_drips_its_state_is_not_answering(standin, monkeypatch):
+    """Issue 33 point 5: httpx's timeout is per read; a byte every 0.2 s held the poll for
+    a minute while the status said "ok" and stale instances stayed on links. The poll has
+    a deadline of its own."""
+    from exotray.agent.exo import watch as exo_watch
+
+    monkeypatch.setattr(exo_watch, "POLL_DEADLINE_S", 1.0, raising=False)
+    standin.say(state=b"!drip")
+    w = make_watch(standin.url, [], [])
+
+    async def go():
+        await w.tick()
+        await w.aclose()
+
+    asyncio.run(go())
+    assert w.status == "absent" and w.detail.startswith("not answering"), w.detail
+    assert w.state is None

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("exotray.agent.runtime")
 
 EXO_TIMEOUT_S = 1.0
+#: the whole of one poll (/node_id and /state): httpx's timeouts are per read, so an exo
+#: that drips its answer would hold the poll (and the status) for as long as it drips
+POLL_DEADLINE_S = 5.0
 #: exo's /state also carries tasks, downloads and model cards; more than this is refused
 MAX_STATE_BYTES = 16 << 20
 #: macOS RDMA status (two commands) every this many polls
@@ -123,7 +126,11 @@ class ExoWatch:
             self._paths()
             return
         try:
-            node_raw, state_raw = await self._fetch()
+            async with asyncio.timeout(POLL_DEADLINE_S):
+                node_raw, state_raw = await self._fetch()
+        except TimeoutError:
+            self._set("absent", f"not answering: no whole answer within {POLL_DEADLINE_S:g} s",
+                      None)
         except (httpx.HTTPError, OSError) as e:
             self._set("absent", _why(e), None)
         except exo.ExoUnreadable as e:
