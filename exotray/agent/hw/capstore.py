@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import math
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,11 @@ from exotray.core import paths
 log = logging.getLogger(__name__)
 
 FILE = "capacity.json"
+#: a file larger than this is not read (a record is under 100 bytes: this is thousands
+#: of interfaces); it is set aside, as a file that is not JSON is
+MAX_FILE_BYTES = 1 << 20
+#: records kept (the newest measurements): a host has tens of interfaces, not thousands
+MAX_RECORDS = 256
 
 
 @dataclass(frozen=True)
@@ -47,11 +53,16 @@ class CapacityStore:
         if self.path is None or not self.path.exists():
             return {}
         try:
+            if self.path.stat().st_size > MAX_FILE_BYTES:
+                raise ValueError(f"over {MAX_FILE_BYTES >> 20} MiB")
             data = json.loads(self.path.read_text(encoding="utf-8"))
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
-        except (OSError, ValueError) as e:
+        except OSError as e:
             log.warning("ignoring measured capacities in %s: %s", self.path, e)
+            return {}
+        except (ValueError, RecursionError) as e:  # (RecursionError: nested past the limit)
+            self._set_aside(str(e)[:80] or type(e).__name__)
             return {}
         out, bad = {}, []
         for name, rec in data.items():
@@ -63,11 +74,27 @@ class CapacityStore:
                 bad.append(str(name)[:32])
         if bad:
             log.warning("ignoring malformed measured capacities in %s: %s", self.path,
-                        ", ".join(bad))
-        return out
+                        ", ".join(bad[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8
+                                              else ""))
+        return _newest(out)
+
+    def _set_aside(self, why: str) -> None:
+        """A file that cannot be read is renamed, with one log line, and the agent goes
+        on without it (as history.db is): a bad file must not stop every start."""
+        assert self.path is not None
+        aside = self.path.with_name(f"{FILE}.unreadable-{int(time.time())}")
+        try:
+            self.path.rename(aside)
+        except OSError as e:
+            log.warning("ignoring measured capacities in %s (%s); cannot set it aside: %s",
+                        self.path, why, e.strerror or e)
+            return
+        log.warning("measured capacities in %s cannot be read (%s): set aside as %s; "
+                    "measure again with exotray measure", self.path, why, aside.name)
 
     def put(self, name: str, mbit: float, at: float, speed_mbit: float | None) -> None:
         self.items[name] = Measured(mbit, at, speed_mbit)
+        self.items = _newest(self.items)
         self._save()
 
     def valid(self, name: str, speed_mbit: float | None) -> Measured | None:
@@ -112,3 +139,11 @@ class CapacityStore:
         except OSError as e:
             log.warning("cannot keep the measured capacity in %s: %s", self.path,
                         e.strerror or e)
+
+
+def _newest(items: dict[str, Measured]) -> dict[str, Measured]:
+    """At most MAX_RECORDS records: the newest measurements."""
+    if len(items) <= MAX_RECORDS:
+        return items
+    keep = sorted(items.items(), key=lambda kv: kv[1].at)[-MAX_RECORDS:]
+    return dict(sorted(keep))

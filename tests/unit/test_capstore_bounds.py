@@ -1,0 +1,42 @@
+"""capacity.json is bounded and a bad one does not stop the agent (issue 33 point 7): a
+file nested past Python's limit or over the size cap is set aside with one log line and
+the store starts empty; at most MAX_RECORDS measurements are kept, the newest."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from exotray.agent.hw import capstore
+from exotray.agent.hw.capstore import FILE, MAX_RECORDS, CapacityStore
+
+
+def test_a_deeply_nested_file_is_set_aside_not_a_traceback(tmp_path, caplog):
+    (tmp_path / FILE).write_text("[" * 200_000)
+    with caplog.at_level(logging.WARNING):
+        store = CapacityStore(tmp_path)
+    assert store.items == {}
+    assert not (tmp_path / FILE).exists()
+    (aside,) = tmp_path.glob(f"{FILE}.unreadable-*")
+    assert aside.read_text() == "[" * 200_000  # kept, for the user to look at
+    assert len(caplog.records) == 1 and "set aside" in caplog.records[0].getMessage()
+
+
+def test_a_file_over_the_cap_is_not_read(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(capstore, "MAX_FILE_BYTES", 1000)
+    big = {f"en{i}": {"mbit": 1000.0, "at": 1.0 + i, "speed_mbit": None} for i in range(40)}
+    (tmp_path / FILE).write_text(json.dumps(big))
+    with caplog.at_level(logging.WARNING):
+        assert CapacityStore(tmp_path).items == {}
+    assert "over" in caplog.records[0].getMessage()
+
+
+def test_only_the_newest_records_are_kept(tmp_path):
+    many = {f"en{i}": {"mbit": 1000.0, "at": 1.0 + i, "speed_mbit": None}
+            for i in range(MAX_RECORDS + 50)}
+    (tmp_path / FILE).write_text(json.dumps(many))
+    store = CapacityStore(tmp_path)
+    assert len(store.items) == MAX_RECORDS and "en0" not in store.items
+    store.put("new0", 500.0, 1e9, None)
+    assert len(store.items) == MAX_RECORDS and "new0" in store.items
+    assert len(json.loads((tmp_path / FILE).read_text())) == MAX_RECORDS
