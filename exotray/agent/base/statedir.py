@@ -10,6 +10,7 @@ import os
 import re
 import secrets
 import stat
+import time
 from pathlib import Path
 
 from exotray.core import paths
@@ -24,6 +25,29 @@ class StartError(RuntimeError):
 class StateDirError(StartError):
     """The state dir cannot be used (not a directory, not writable, or held by another
     agent)."""
+
+
+#: files set aside (a database or a file that could not be read) kept, the newest
+KEEP_ASIDE = 3
+
+
+def set_aside(path: Path, why: str, companions: tuple[str, ...] = ("-wal", "-shm")) -> Path:
+    """Move a state file that cannot be used (and its companions, a database's -wal and
+    -shm) out of the way as NAME.WHY-STAMP, for the user to look at; keep the newest
+    KEEP_ASIDE such files of that name."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    aside = path.with_name(f"{path.name}.{why}-{stamp}")
+    for suffix in ("", *companions):
+        src = Path(str(path) + suffix)
+        if src.exists():
+            src.replace(Path(str(aside) + suffix))
+    old = sorted((p for p in path.parent.glob(f"{path.name}.*-*")
+                  if not (companions and p.name.endswith(companions))),
+                 key=lambda p: p.stat().st_mtime)
+    for p in old[:-KEEP_ASIDE]:
+        for suffix in ("", *companions):
+            Path(str(p) + suffix).unlink(missing_ok=True)
+    return aside
 
 
 def make_private(state_dir: Path) -> None:

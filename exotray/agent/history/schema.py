@@ -5,11 +5,10 @@ See history/db.py for what is stored and why."""
 from __future__ import annotations
 
 import sqlite3
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from exotray.agent.base.statedir import KEEP_ASIDE, set_aside  # noqa: F401 (re-exported)
 from exotray.core.history import IFACE_COLUMNS, LINK_COLUMNS, TEXT_COLUMNS
 
 #: this code's schema; `MIGRATIONS[v]` upgrades a database at version v to v + 1
@@ -30,7 +29,6 @@ TEN_S_KEEP_S = 48 * 3600.0
 #: each table, and reads of older ranges come from the OS's file cache.
 CACHE_KIB = 512
 #: set-aside files kept next to the database (older ones are removed)
-KEEP_ASIDE = 3
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
 
 
@@ -92,22 +90,6 @@ def tier_columns(kind: str, raw: bool) -> list[tuple[str, str]]:
         else:
             out += [(f"{c}_min", "INTEGER"), (f"{c}_mean", "INTEGER"), (f"{c}_max", "INTEGER")]
     return out
-
-
-def set_aside(path: Path, why: str) -> Path:
-    """Move the database (and its -wal/-shm) out of the way; keep the newest few."""
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    aside = path.with_name(f"{path.name}.{why}-{stamp}")
-    for suffix in ("", "-wal", "-shm"):
-        src = Path(str(path) + suffix)
-        if src.exists():
-            src.replace(Path(str(aside) + suffix))
-    old = sorted((p for p in path.parent.glob(f"{path.name}.*-*") if not p.name.endswith(
-        ("-wal", "-shm"))), key=lambda p: p.stat().st_mtime)
-    for p in old[:-KEEP_ASIDE]:
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(p) + suffix).unlink(missing_ok=True)
-    return aside
 
 
 def prepare(c: sqlite3.Connection, tiers_: tuple[Tier, ...]) -> None:

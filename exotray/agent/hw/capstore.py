@@ -13,11 +13,11 @@ import asyncio
 import json
 import logging
 import math
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from exotray.agent.base.statedir import set_aside
 from exotray.core import paths
 
 log = logging.getLogger(__name__)
@@ -79,12 +79,12 @@ class CapacityStore:
         return _newest(out)
 
     def _set_aside(self, why: str) -> None:
-        """A file that cannot be read is renamed, with one log line, and the agent goes
-        on without it (as history.db is): a bad file must not stop every start."""
+        """A file that cannot be read is set aside (statedir.set_aside), with one log
+        line, and the agent goes on without it (as with history.db): a bad file must not
+        stop every start."""
         assert self.path is not None
-        aside = self.path.with_name(f"{FILE}.unreadable-{int(time.time())}")
         try:
-            self.path.rename(aside)
+            aside = set_aside(self.path, "unreadable", companions=())
         except OSError as e:
             log.warning("ignoring measured capacities in %s (%s); cannot set it aside: %s",
                         self.path, why, e.strerror or e)
