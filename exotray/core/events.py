@@ -14,6 +14,24 @@ EVENT_TYPES = ("peer_up", "peer_down", "link_saturated", "link_cleared", "link_d
                "link_restored", "exo_slow_path", "exo_slow_path_cleared", "capacity_test")
 
 
+def unix(at: Any) -> float | None:
+    """An event's time as unix seconds: its ISO 8601 text (as `iso` writes it), or a
+    number; None for anything else."""
+    if isinstance(at, int | float) and not isinstance(at, bool):
+        return float(at)
+    if not isinstance(at, str):
+        return None
+    try:
+        return datetime.fromisoformat(at).timestamp()
+    except ValueError:
+        return None
+
+
+def event_time(event: dict[str, Any]) -> float | None:
+    """The event's time (unix seconds) from its ISO ``at``, None when it has none."""
+    return unix(event.get("at"))
+
+
 def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace(
         "+00:00", "Z"

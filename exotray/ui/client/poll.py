@@ -20,12 +20,12 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from exotray.core.events import event_time
 from exotray.core.paths import read_token
 from exotray.core.topology import as_shown
 from exotray.ui.client.localhttp import Error as HttpError
@@ -219,7 +219,8 @@ class AgentClient(QObject):
             # attach: what happened while this app waited for its agent (the peers an
             # agent it started found in its first second) is new; what came before is not
             self._after = data["last_seq"]
-            new = [e for e in data["events"] if _unix(e.get("at")) >= self._detached_at]
+            new = [e for e in data["events"]
+                   if (event_time(e) or float("-inf")) >= self._detached_at]
             if new:
                 self.eventsArrived.emit(new)
             return
@@ -256,10 +257,3 @@ def _why(e: BaseException) -> str:
         return "timed out"
     return str(e) or type(e).__name__
 
-
-def _unix(iso: Any) -> float:
-    """An event's time (ISO 8601, …Z) as unix seconds; an unreadable one is old."""
-    try:
-        return datetime.fromisoformat(str(iso).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return float("-inf")

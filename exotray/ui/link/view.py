@@ -16,7 +16,6 @@ job; the crosshair read-out is link/chart_cursor.py's.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Final
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from exotray.core.events import event_time, unix
 from exotray.ui.link import words as linkwords
 from exotray.ui.link.chart_data import (
     AROUND_S,
@@ -194,7 +194,7 @@ class LinkDetails(QWidget):
         """Mark this link's capacity tests (its `capacity_test` events) on the charts."""
         intervals = []
         for ev in events:
-            start, end = _unix(ev.get("started_at")), _unix(ev.get("at"))
+            start, end = unix(ev.get("started_at")), event_time(ev)
             if start is not None and end is not None and end >= start:
                 intervals.append((start, end))
         if intervals != self.charts.tests:
@@ -375,10 +375,3 @@ class LinkDetails(QWidget):
 
 __all__ = ["MAX_POINTS", "RANGES", "LinkDetails", "fitting_range"]
 
-
-def _unix(iso: Any) -> float | None:
-    """An event's ISO 8601 time (…Z) as unix seconds; None when it is not one."""
-    try:
-        return datetime.fromisoformat(str(iso).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None

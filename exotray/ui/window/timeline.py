@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any, Final
 
 from PySide6.QtCore import (
@@ -37,6 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from exotray.core.events import event_time
 from exotray.ui.link.model import plain_tip
 from exotray.ui.style import theme
 from exotray.ui.tray import summary
@@ -67,19 +67,6 @@ KIND_COLORS: Final[dict[str, str]] = {
 }
 #: fields not repeated in an unknown event's details
 _HIDDEN: Final = frozenset({"seq", "at", "type"})
-
-
-def event_time(event: dict[str, Any]) -> float | None:
-    """The event's time (unix seconds) from its ISO ``at``, None when it has none."""
-    at = event.get("at")
-    if isinstance(at, int | float) and not isinstance(at, bool):
-        return float(at)
-    if not isinstance(at, str):
-        return None
-    try:
-        return datetime.fromisoformat(at).timestamp()
-    except ValueError:
-        return None
 
 
 def describe(event: dict[str, Any], self_name: str) -> tuple[str, str]:
