@@ -222,9 +222,10 @@ class Ticker:
         """The local interfaces carrying a capacity test's traffic, once per tick."""
         if self._tested[0] != self.count:
             hosts = self.testing(2 * self.tick_s * self.per_interval)
+            # (no test: no pass over the links, on a tick of a hub with 64 of them)
             self._tested = (self.count, frozenset(
                 lk.local_interface for lk in self.table.links.values()
-                if hosts and lk.target[0] in hosts and lk.local_interface))
+                if lk.target[0] in hosts and lk.local_interface) if hosts else frozenset())
         return self._tested[1]
 
     def judge(self, link: Link, t: float, full: bool = True, now: float | None = None,

@@ -274,6 +274,9 @@ class PeerTable:
         if not up and peer.up_unsaid_since is not None:
             peer.up_unsaid_since = None
             return
+        self._tell(peer, up, why)
+
+    def _tell(self, peer: Peer, up: bool, why: str) -> None:
         peer.up_unsaid_since = None
         self.on_peer_event(peer, up, why)
         peer.said_up = peer.said_up or up
@@ -300,9 +303,7 @@ class PeerTable:
                 self._say(peer, is_up, "probes" if is_up else "no probe replies", now)
             elif peer.up_unsaid_since is not None and (
                     peer.name is not None or now - peer.up_unsaid_since >= NAME_WAIT_S):
-                peer.up_unsaid_since = None
-                self.on_peer_event(peer, True, "probes")
-                peer.said_up = True
+                self._tell(peer, True, "probes")
 
     def resume(self, now: float, grace_s: float) -> None:
         """Monitoring resumes after a pause: a pause is not an outage."""
