@@ -20,6 +20,7 @@ from exotray.core.settings import (
     SHARING,
     Settings,
     SettingsError,
+    load_file,
     parse_capacity,
     parse_peer,
 )
@@ -33,12 +34,9 @@ def units_preference(config: Path | None = None) -> str:
     """The user's unit system for rates, "bytes" or "bits": `units` in the config file
     (the tray app's Preferences save it there), else bytes. A file the agent would
     refuse is the agent's to report; here it only means no preference."""
-    import tomllib
-
     try:
-        with open(config or default_config_path(), "rb") as f:
-            value = tomllib.load(f).get("units")
-    except (OSError, ValueError):  # (tomllib.TOMLDecodeError is a ValueError)
+        value = load_file(config or default_config_path()).get("units")
+    except SettingsError:
         return "bytes"
     return value if value in fmt.UNITS else "bytes"
 

@@ -6,7 +6,6 @@ user wrote it is core/configfile.py."""
 from __future__ import annotations
 
 import difflib
-import json
 import math
 import platform
 import tomllib
@@ -296,22 +295,13 @@ def suggestion(name: str, value: Any) -> tuple[str, Any] | None:
 
 
 def toml_text(key: str, value: Any) -> str:
-    """`key = value` as TOML says it (a table as its header: `[capacity]`)."""
+    """`key = value` as TOML says it (a table as its header: `[capacity]`), written by
+    tomlkit, the library that writes the config file (quoting a key where TOML needs it)."""
     if isinstance(value, dict):
         return f"[{key}]"
-    return f"{key} = {_toml_value(value)}"
+    import tomlkit  # (here: the agent imports this module, and never needs it)
 
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
-    if isinstance(v, list | tuple):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
-    return repr(v)
+    return tomlkit.dumps({key: value}).strip()
 
 
 def unknown_key(name: str, value: Any) -> str:
