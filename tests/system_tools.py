@@ -13,14 +13,12 @@ test that needs one of these skips and says why. `.ci/run` installs them all.
 
 from __future__ import annotations
 
-import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from exotray.cli.display import debian_package  # (one naming rule for both)
+from exotray.cli import display  # (one ldd reading and naming rule for both)
 
 #: program -> the Debian/Ubuntu package that ships it
 PACKAGES = {
@@ -84,22 +82,18 @@ def needs(*tools: str) -> pytest.MarkDecorator:
 def missing_libraries(binary: Path) -> str | None:
     """None when every shared library `binary` needs resolves (or ldd cannot tell),
     else which do not and the packages that have them."""
-    if shutil.which("ldd") is None or not binary.exists():
-        return None
-    out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True,
-                         timeout=30).stdout
-    absent = list(dict.fromkeys(re.findall(r"^\s*(\S+) => not found", out, re.M)))
+    absent = display.missing_libraries(binary)
     if not absent:
         return None
-    packages = " ".join(debian_package(lib) for lib in absent)
+    packages = " ".join(display.debian_package(lib) for lib in absent)
     return f"needs {', '.join(absent)} (Debian/Ubuntu: apt install {packages})"
 
 
 def qt_xcb_plugin() -> Path:
     """Qt's X11 platform plugin, which the desktop tests run the tray app with."""
-    import PySide6
-
-    return Path(PySide6.__file__).parent / "Qt" / "plugins" / "platforms" / "libqxcb.so"
+    plugin = display.plugin_path("xcb")
+    assert plugin is not None, "PySide6 is not installed"
+    return plugin
 
 
 #: (why Qt does not load here, the ImportError's text), once asked; (None, None): it does

@@ -106,17 +106,23 @@ def debian_package(soname: str) -> str:
     return f"{name}{'-' if name[-1:].isdigit() else ''}{version.split('.')[0]}"
 
 
+def missing_libraries(binary: Path) -> list[str]:
+    """The shared libraries `binary` links that the loader does not find (ldd); none
+    where ldd is missing or cannot tell."""
+    if shutil.which("ldd") is None or not binary.exists():
+        return []
+    try:
+        out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True,
+                             timeout=ANSWER_S).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return list(dict.fromkeys(re.findall(r"^\s*(\S+) => not found", out, re.M)))
+
+
 def plugin_problem(plugin: Path) -> str | None:
     """None when every library Qt's platform plugin links is found (or ldd cannot say),
     else which are not: Qt then aborts with a hint about libxcb-cursor0 whichever it is."""
-    if shutil.which("ldd") is None or not plugin.exists():
-        return None
-    try:
-        out = subprocess.run(["ldd", str(plugin)], capture_output=True, text=True,
-                             timeout=ANSWER_S).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    absent = list(dict.fromkeys(re.findall(r"^\s*(\S+) => not found", out, re.M)))
+    absent = missing_libraries(plugin)
     if not absent:
         return None
     return (f"Qt's plugin for this display ({plugin.name}) cannot load: "
@@ -124,7 +130,8 @@ def plugin_problem(plugin: Path) -> str | None:
             f"Ubuntu: apt install {' '.join(debian_package(lib) for lib in absent)})")
 
 
-def _plugin(platform: str) -> Path | None:
+def plugin_path(platform: str) -> Path | None:
+    """Qt's plugin for a platform ("xcb", "wayland"), None without PySide6."""
     try:
         import PySide6  # the package only: its libraries load with the app
     except ImportError:
@@ -148,7 +155,7 @@ def problem(env: Mapping[str, str] | None = None) -> str | None:
         found = _x_problem(env.get("DISPLAY")) if p == "xcb" else _wayland_problem(env)
         if found is not None:
             why.append(found)
-        elif (plugin := _plugin(p)) is None or (libs := plugin_problem(plugin)) is None:
+        elif (plugin := plugin_path(p)) is None or (libs := plugin_problem(plugin)) is None:
             return None
         else:
             cannot_load.append(libs)

@@ -136,7 +136,7 @@ def _elf_needing(soname: str, tmp_path: Path) -> Path:
 def complete_plugin(monkeypatch):
     """Qt's platform plugin as one whose every library is found (this Python), so that
     what is tested is the display's answer, not this machine's xcb libraries."""
-    monkeypatch.setattr(display, "_plugin", lambda platform: Path(sys.executable))
+    monkeypatch.setattr(display, "plugin_path", lambda platform: Path(sys.executable))
 
 
 def test_a_display_that_answers_is_taken(x_server, complete_plugin):
@@ -170,7 +170,7 @@ def test_a_display_whose_qt_plugin_lacks_a_library_names_the_library(x_server, t
     """X answers, but Qt's plugin for it cannot load: Qt's abort names libxcb-cursor0
     whichever library is missing; this names the one that is."""
     plugin = _elf_needing("libq.so.6", tmp_path)
-    monkeypatch.setattr(display, "_plugin", lambda platform: plugin)
+    monkeypatch.setattr(display, "plugin_path", lambda platform: plugin)
     said = display.problem(_env(DISPLAY=x_server.display))
     assert said == ("exotray: Qt's plugin for this display (libqfake.so) cannot load: "
                     "libq.so.6 is missing (Debian/Ubuntu: apt install libq6).")
