@@ -3,6 +3,11 @@
 Produced with the official client library: a custom collector builds the metric
 families from the agent's state at scrape time (no background work, no hand-written
 exposition). Base units: seconds, bytes, ratios; counters end in _total.
+
+A link's series are labelled by its peer's node id, never by its name: a peer names
+itself, and one renaming itself at every frame made a new series at every scrape (issue
+33 point 11). The name is in `exotray_peer_info`, one series per peer with its current
+name only; PromQL joins it where a name is wanted.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from exotray.core.events import EVENT_TYPES
 if TYPE_CHECKING:
     from exotray.agent.hw.monitor import InterfaceMonitor
     from exotray.agent.peers.links import Link, Target
+    from exotray.agent.peers.table import Peer
     from exotray.agent.probe.udp import ProbeSocket
     from exotray.agent.share.poll import Sharing
     from exotray.core.events import EventLog
@@ -41,12 +47,14 @@ class Source(Protocol):
     monitor: InterfaceMonitor
     sharing: Sharing
     links: dict[Target, Link]
+    peers: dict[str, Peer]
 
     def clock(self) -> float: ...
     def link_dict(self, link: Link, now: float) -> dict: ...
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-LINK_LABELS = ["node", "peer", "peer_address", "interface", "kind"]
+#: `peer_id` is "" until the peer has said its id (a manual peer before its first snapshot)
+LINK_LABELS = ["node", "peer_id", "peer_address", "interface", "kind"]
 
 
 class AgentCollector(Collector):
@@ -59,13 +67,24 @@ class AgentCollector(Collector):
         yield InfoMetricFamily("exotray_build", "exotray agent build information",
                                value={"version": __version__, "proto": str(PROTO),
                                       "node": node, "node_id": a.node_id})
+        yield from self._peers(node)
         yield from self._links(node)
         yield from self._interfaces(node)
         yield from self._counters(node)
 
+    def _peers(self, node: str) -> Iterator[Metric]:
+        """Each identified peer's current name, by its node id: a rename replaces its
+        series (one per peer in the table, base/limits.py MAX_PEERS)."""
+        info = InfoMetricFamily("exotray_peer", "A peer's current name, by its node id",
+                                labels=["node", "peer_id"])
+        names = {p.id: p.name for p in self.agent.peers.values() if p.id is not None}
+        for pid, name in sorted(names.items()):
+            info.add_metric([node, pid], {"peer_name": name or ""})
+        yield info
+
     def _links(self, node: str) -> Iterator[Metric]:
-        """Each link's RTT, jitter, loss, state and load, labelled with its peer and the
-        interface that carries it."""
+        """Each link's RTT, jitter, loss, state and load, labelled with its peer's id and
+        address and the interface that carries it."""
         a = self.agent
         rtt = {stat: GaugeMetricFamily(f"exotray_link_rtt_{stat}_seconds",
                                        f"Round-trip time {label} over the probe window",
@@ -95,7 +114,7 @@ class AgentCollector(Collector):
             iface = d["local_interface"] or ""
             ifaces = a.monitor.ifaces
             kind = ifaces[iface].kind if iface in ifaces else ""
-            labels = [node, d["peer_name"] or d["peer_address"], d["peer_address"], iface, kind]
+            labels = [node, d["peer_id"] or "", d["peer_address"], iface, kind]
             for stat, key in (("median", "rtt_ms"), ("min", "rtt_min_ms"),
                               ("max", "rtt_max_ms"), ("p90", "rtt_p90_ms")):
                 if d[key] is not None:

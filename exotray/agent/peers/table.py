@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from exotray.agent.base import limits as L
+from exotray.agent.base.throttle import Throttled
 
 if TYPE_CHECKING:
     from exotray.agent.peers.discovery import PeerRecord
@@ -100,6 +101,7 @@ class PeerTable:
         #: are let go (zeroconf tells of a record once: a real peer that announced itself
         #: during a flood must still get in)
         self.waiting: OrderedDict[str, PeerRecord] = OrderedDict()
+        self._throttled = Throttled(clock, logger=log)
 
     # -- membership ------------------------------------------------------------------
     def add_manual(self, host: str, port: int) -> Peer:
@@ -234,8 +236,12 @@ class PeerTable:
             self.update_liveness(self.clock())
 
     def identified(self, peer: Peer, node_id: str, name: str) -> None:
-        """The peer's snapshot named it: record that, and merge duplicates."""
+        """The peer's snapshot named it: record that, and merge duplicates. A rename is
+        logged, throttled per peer: one renaming itself at every frame is a line a minute."""
         if peer.id != node_id or peer.name != name:
+            if peer.name is not None and peer.name != name and peer.id == node_id:
+                self._throttled(f"rename:{node_id}", logging.INFO,
+                                "peer %s (%s) renamed itself %s", peer.name, node_id, name)
             peer.id, peer.name = node_id, name
             self.merge_known_id(peer)
 
