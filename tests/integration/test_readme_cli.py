@@ -290,7 +290,8 @@ LIMIT_ROWS = {
     "MAX_CLUSTER_LINKS_PER_NODE": ("a peer's links / interfaces shown", "| {} / "),
     "MAX_CLUSTER_IFACES_PER_NODE": ("a peer's links / interfaces shown", " / {} |"),
     "MAX_CONNECTIONS_PER_SOURCE": ("TCP connections from one LAN address", "| {} / "),
-    "MAX_LAN_CONNECTIONS": ("TCP connections from one LAN address", " / {} |"),
+    "MAX_LAN_CONNECTIONS": ("TCP connections from one LAN address", " / {} / "),
+    "MAX_LOOPBACK_CONNECTIONS": ("TCP connections from one LAN address", " / {} |"),
     "HEADER_TIMEOUT_S": ("time to send a whole request head", "| {} s |"),
     "KEEPALIVE_S": ("idle keep-alive connection", "| {} s |"),
     "SEND_TIMEOUT_S": ("a response the client does not read", "| {} s |"),
@@ -298,6 +299,10 @@ LIMIT_ROWS = {
     "CAPTEST_SESSIONS_PER_SOURCE": ("capacity-test sessions per LAN address", "| {} per "),
     "CAPTEST_WINDOW_S": ("capacity-test sessions per LAN address", " per {} s |"),
     "EVENTS_FILE_MAX_BYTES": ("the `--events` file", "| {} MiB |"),
+    "FLAP_CHANGES": ("a peer's changes of state", "| more than {} within"),
+    "FLAP_WINDOW_S": ("a peer's changes of state", " within {} s |"),
+    "FLAP_HOLD_S": ("a peer's changes of state", " one of each per {} s"),
+    "MAX_EVENTS_PER_PEER_PER_DAY": ("events of one peer (or of this node's own)", "| {} |"),
 }
 
 

@@ -197,3 +197,44 @@ def test_the_batch_that_finds_damage_goes_to_the_fresh_file(tmp_path, monkeypatc
     assert len(list(tmp_path.glob("history.db.corrupt-*"))) == 1
     assert hist is not None and len(hist["t"]) == n
     assert [e["type"] for e in evs["events"]] == ["link_saturated"]
+
+
+def test_the_database_keeps_a_days_cap_of_events_per_peer_and_says_what_it_dropped(
+        tmp_path, caplog):
+    """Issue 33 point 9: a peer that flaps or saturates all day is not 30 days of events.
+    Over MAX_EVENTS_PER_PEER_PER_DAY a peer a UTC day, its events are not stored: counted,
+    said once when the first is dropped and once with the day's count; other peers, this
+    node's own events and the next day are kept."""
+    from exotray.agent.base.limits import MAX_EVENTS_PER_PEER_PER_DAY as CAP
+
+    store = HistoryStore(tmp_path, 30, Throttled(lambda: 0.0))
+    events = EventLog(sinks=[store.event])
+    day = T0 - T0 % 86400 + 3600  # 01:00 UTC
+
+    async def run():
+        await store.open()
+        for i in range(CAP + 50):
+            events.emit("peer_down" if i % 2 else "peer_up", day + i, peer_id="flappy",
+                        peer_name="flappy")
+        for i in range(10):
+            events.emit("link_saturated", day + i, peer_id="calm", peer_name="calm")
+            events.emit("link_degraded", day + i, interface="eth0")  # this node's own
+        for i in range(3):  # the next day
+            events.emit("peer_up", day + 86400 + i, peer_id="flappy", peer_name="flappy")
+        got = await store.event_range(day - 1, day + 2 * 86400, 10000, [])
+        await store.close()
+        return got["events"]
+
+    with caplog.at_level(logging.WARNING, logger="exotray.agent.history.store"):
+        stored = asyncio.run(run())
+    by = {}
+    for e in stored:
+        key = (e.get("peer_id") or "", int((e["seq"] > CAP + 70)))
+        by[key] = by.get(key, 0) + 1
+    assert by == {("flappy", 0): CAP, ("calm", 0): 10, ("", 0): 10, ("flappy", 1): 3}
+    assert store.cap.dropped == 50 and events.counts["peer_up"] == (CAP + 50) // 2 + 3
+    said = [r.getMessage() for r in caplog.records]
+    assert len([m for m in said if "events of flappy today" in m]) == 1, said
+    assert [m for m in said if "not stored on" in m] == [
+        f"history: events not stored on {store_mod.iso(day)[:10]} (over {CAP} a peer): "
+        "flappy 50"], said

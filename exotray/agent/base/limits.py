@@ -36,6 +36,21 @@ MAX_KNOWN_SERVICES = 4 * MAX_PEERS
 #: probed within MAX_PEERS / this many seconds even with the table full of fakes)
 UNANSWERED_PROBES_PER_S = 32
 
+# -- events of a peer that flaps (issue 33 point 9) ----------------------------------------
+#: a peer that changes state (up/down) more than FLAP_CHANGES times within FLAP_WINDOW_S
+#: is held for FLAP_HOLD_S: its state stays live, but of its peer_up/peer_down events at
+#: most one of each is said per hold, and at the hold's end the state if it differs from
+#: the last one said (peers/flaps.py). A peer answering 0.8 s of every 4 s made 60 events
+#: in 2 minutes; held, it makes at most 2 per hold. A reboot is 2 changes, a cable
+#: replugged twice 4.
+FLAP_CHANGES = 6
+FLAP_WINDOW_S = 120.0
+FLAP_HOLD_S = 300.0
+#: events of one peer (or of this node's own, without a peer) the history database keeps
+#: per UTC day; beyond it they are not stored (still served from memory, logged and in
+#: the --events file), counted, and logged once (history/store.py)
+MAX_EVENTS_PER_PEER_PER_DAY = 1000
+
 # -- fetching peers' snapshots -------------------------------------------------------------
 #: snapshot fetches and stream connections being opened at the same time (all peers); the
 #: HTTP client's pool never sees more waiting requests than this
@@ -45,10 +60,15 @@ MAX_CLIENT_CONNECTIONS = 64
 MAX_CLIENT_KEEPALIVE = 32
 
 # -- the HTTP server -----------------------------------------------------------------------
-#: TCP connections open at once from one non-loopback address (loopback: no limit)
+#: TCP connections open at once from one non-loopback address
 MAX_CONNECTIONS_PER_SOURCE = 16
 #: TCP connections open at once from all non-loopback addresses together
 MAX_LAN_CONNECTIONS = 256
+#: TCP connections open at once from loopback (the tray, the CLI, local scripts): a local
+#: process holding a thousand followers must not take the descriptors LAN peers need
+MAX_LOOPBACK_CONNECTIONS = 1024
+# (the three are ceilings: base/fds.py lowers them to fit the open-files limit)
+
 #: a connection must have sent a whole request head within this long of opening
 HEADER_TIMEOUT_S = 5.0
 #: an idle keep-alive connection is closed after this long

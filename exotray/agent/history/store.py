@@ -9,7 +9,7 @@ Reads for the API (`history`, `events`) hand over what waits first, run in the s
 thread and are awaited, so they miss nothing; stopping writes what waits. An agent that
 is killed loses at most WRITE_EVERY intervals the database had not got. A database that
 cannot be opened or goes bad leaves the agent running on its in-memory hour, said once
-in the log.
+in the log. Of one peer's events it keeps MAX_EVENTS_PER_PEER_PER_DAY a day (`DayCap`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from exotray.agent.base import limits as L
 from exotray.agent.base.throttle import Throttled
 from exotray.agent.history import db as historydb
+from exotray.core.events import iso
 from exotray.core.history import TEXT_COLUMNS
 
 if TYPE_CHECKING:
@@ -58,6 +60,7 @@ class HistoryStore:
         self._pending: list[Future] = []
         #: batches dropped because the thread fell behind (for tests and /metrics)
         self.dropped = 0
+        self.cap = DayCap(L.MAX_EVENTS_PER_PEER_PER_DAY)
 
     @property
     def enabled(self) -> bool:
@@ -83,8 +86,8 @@ class HistoryStore:
             return 0
 
     def event(self, event: dict[str, Any]) -> None:
-        """An EventLog sink: kept until the next batch."""
-        if self._exec is not None:
+        """An EventLog sink: kept until the next batch (up to the day's cap)."""
+        if self._exec is not None and self.cap.keep(event):
             self._events.append(event)
 
     def collect(self, t: float, links: Iterable[Link], ifaces: dict[str, IfaceState]) -> None:
@@ -205,6 +208,7 @@ class HistoryStore:
         if self._exec is None:
             return
         self.flush()
+        self.cap.summary()
         loop = asyncio.get_running_loop()
         exec_, self._exec = self._exec, None
         await loop.run_in_executor(exec_, self._close)
@@ -214,6 +218,50 @@ class HistoryStore:
         if self.db is not None:
             self.db.close()
             self.db = None
+
+
+class DayCap:
+    """At most `limit` events of one peer (its id, else its name; this node's own under
+    "") in a UTC day go to the database: a peer that flaps or saturates all day must not
+    fill 30 days of history (issue 33 point 9). What is over is counted; the first of a
+    peer's day is logged, and the day's count when the next begins or the agent stops.
+    Keys are a day's peers, at most 4 x MAX_PEERS (the rest counted together)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.day: int | None = None
+        self.kept: dict[str, int] = {}
+        self.over: dict[str, int] = {}
+        #: events not kept since start (all days)
+        self.dropped = 0
+
+    def keep(self, event: dict[str, Any]) -> bool:
+        t = historydb.event_time(event)
+        day = int(t // 86400) if t is not None else self.day
+        if day is not None and (self.day is None or day > self.day):
+            self.summary()
+            self.day, self.kept, self.over = day, {}, {}
+        who = str(event.get("peer_id") or event.get("peer_name") or "")
+        if who not in self.kept and len(self.kept) >= 4 * L.MAX_PEERS:
+            who = "(others)"
+        n = self.kept[who] = self.kept.get(who, 0) + 1
+        if n <= self.limit:
+            return True
+        self.dropped += 1
+        self.over[who] = self.over.get(who, 0) + 1
+        if self.over[who] == 1:
+            log.warning("history: %d events of %s today; its further events today are not "
+                        "stored (still logged and served while in memory)", self.limit,
+                        who or "this node")
+        return False
+
+    def summary(self) -> None:
+        """Log the events not stored in the day so far (once: the count is reset)."""
+        if self.over:
+            log.warning("history: events not stored on %s (over %d a peer): %s",
+                        iso(86400.0 * (self.day or 0))[:10], self.limit, ", ".join(
+                            f"{who or 'this node'} {n}" for who, n in sorted(self.over.items())))
+            self.over = {}
 
 
 def memory_history(hist: dict[str, Any] | None, points: int,

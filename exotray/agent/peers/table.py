@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from exotray.agent.base import limits as L
 from exotray.agent.base.throttle import Throttled
+from exotray.agent.peers.flaps import Flaps
 
 if TYPE_CHECKING:
     from exotray.agent.peers.discovery import PeerRecord
@@ -68,6 +69,10 @@ class Peer:
     up_unsaid_since: float | None = None
     #: whether a peer_up was ever said of it (the first one says "found", not "again")
     said_up: bool = False
+    #: whether the last of its up/down said was an up (not its state while held)
+    told_up: bool = False
+    #: its recent changes of state, and whether its events are held (peers/flaps.py)
+    flaps: Flaps = field(default_factory=Flaps)
 
 
 def _ignore(*_: object) -> None:
@@ -84,6 +89,8 @@ class PeerTable:
         on_link_added: Callable[[Link], None] = _ignore,
         on_link_dropped: Callable[[Target], None] = _ignore,
         on_peer_event: Callable[[Peer, bool, str], None] = _ignore,
+        # a hold begins (peers/flaps.py): issue 31's link_flapping is to be raised here
+        on_peer_flapping: Callable[[Peer], None] = _ignore,
     ) -> None:
         self.clock = clock
         self.make_link = make_link
@@ -92,6 +99,7 @@ class PeerTable:
         self.on_link_added = on_link_added
         self.on_link_dropped = on_link_dropped
         self.on_peer_event = on_peer_event
+        self.on_peer_flapping = on_peer_flapping
         self.peers: dict[str, Peer] = {}
         self.links: dict[Target, Link] = {}
         self.paused = False
@@ -147,8 +155,10 @@ class PeerTable:
             self._drop_link(t)
         peer.addresses = []
         self.peers.pop(peer.key, None)
-        if peer.was_up:
-            self._say(peer, False, why, self.clock())
+        if peer.up_unsaid_since is not None:  # an up not said: its down is not either
+            peer.up_unsaid_since = None
+        elif peer.told_up:  # said up (it may be down, held: the down was not said)
+            self._tell(peer, False, why)
 
     def _refuse(self, reason: str, msg: str, *args: object) -> None:
         """Count a refusal; log the 1st, 10th, 100th... of each reason (a flood is a
@@ -253,6 +263,7 @@ class PeerTable:
                 peer.sources |= other.sources
                 peer.mdns_targets = list(dict.fromkeys(peer.mdns_targets + other.mdns_targets))
                 peer.was_up = peer.was_up or other.was_up
+                peer.told_up = peer.told_up or other.told_up
                 for t in other.addresses:
                     if t in self.links:
                         self.links[t].peer = peer
@@ -284,8 +295,20 @@ class PeerTable:
 
     def _tell(self, peer: Peer, up: bool, why: str) -> None:
         peer.up_unsaid_since = None
+        peer.flaps.saying(up)
         self.on_peer_event(peer, up, why)
         peer.said_up = peer.said_up or up
+        peer.told_up = up
+
+    def _changed(self, peer: Peer, up: bool, now: float) -> None:
+        """The peer went up or down: say so, unless it flaps and this was said in its
+        hold (peers/flaps.py; at a hold's end, `update_liveness` says the state)."""
+        if peer.flaps.changed(now, peer.told_up, peer.name or peer.key):
+            self.on_peer_flapping(peer)
+        if peer.flaps.may_say(up):
+            self._say(peer, up, "probes" if up else "no probe replies", now)
+        elif not up:  # an up waiting for its name is no longer true
+            peer.up_unsaid_since = None
 
     def update_liveness(self, now: float) -> None:
         if self.paused:
@@ -306,10 +329,13 @@ class PeerTable:
             if is_up != peer.was_up:
                 peer.was_up = is_up
                 peer.down_since = None if is_up else now
-                self._say(peer, is_up, "probes" if is_up else "no probe replies", now)
+                self._changed(peer, is_up, now)
             elif peer.up_unsaid_since is not None and (
                     peer.name is not None or now - peer.up_unsaid_since >= NAME_WAIT_S):
                 self._tell(peer, True, "probes")
+            if (peer.flaps.over(now, peer.name or peer.key) is not None
+                    and peer.was_up != peer.told_up and peer.up_unsaid_since is None):
+                self._say(peer, is_up, "probes" if is_up else "no probe replies", now)
 
     def resume(self, now: float, grace_s: float) -> None:
         """Monitoring resumes after a pause: a pause is not an outage."""
