@@ -69,7 +69,7 @@ def test_without_a_hold_every_change_is_said():
 
 @pytest.mark.parametrize("after", ["down", "up", "flapping"])
 def test_a_flapping_peer_makes_a_bounded_number_of_events_and_its_last_is_true(after):
-    table, peer, link, clock, said, holds, run = _flapper()
+    _table, peer, link, clock, said, holds, run = _flapper()
     changes = run(120.0, flapping)
     assert changes >= 58  # the 60 peer_up/peer_down in 2 minutes
     # the first FLAP_CHANGES said as they came, then the change that began the hold
@@ -94,7 +94,7 @@ def test_a_flapping_peer_makes_a_bounded_number_of_events_and_its_last_is_true(a
 
 
 def test_a_peer_held_down_but_said_up_is_said_down_when_it_leaves():
-    table, peer, link, clock, said, _holds, run = _flapper()
+    table, peer, _link, _clock, said, _holds, run = _flapper()
     run(120.0, flapping)
     run(3.0, lambda t: False)
     assert not peer.was_up and said[-1][1] is True  # held: the down not said
