@@ -126,9 +126,10 @@ class AgentProc:
     def __init__(self, tmp: Path, name: str, port: int, peers: list[int | str], *extra: str,
                  netns: str | None = None, bind: str = "127.0.0.1", host: str | None = None,
                  mdns: bool = False, runner: str | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, files: int | None = None) -> None:
         """`runner`: a script run instead of `-m exotray` that runs exotray's CLI (bench
-        wrappers such as bench/_mem_probe.py); `env`: variables added for this agent."""
+        wrappers such as bench/_mem_probe.py); `env`: variables added for this agent;
+        `files`: its open-files limit, soft and hard (prlimit, from util-linux)."""
         self.name = name
         self.port = port
         self.host = host or bind
@@ -143,6 +144,8 @@ class AgentProc:
             *(x for p in peers for x in ("--peer", f"127.0.0.1:{p}" if isinstance(p, int) else p)),
             *extra,
         ]
+        if files is not None:
+            args = ["prlimit", f"--nofile={files}:{files}", "--", *args]
         if netns:
             args = ["ip", "netns", "exec", netns, *args]
         self._log = open(self.log_path, "wb")  # noqa: SIM115

@@ -46,6 +46,7 @@ PACKAGES = {
     "import": "imagemagick",
     # the rest
     "unshare": "util-linux",
+    "prlimit": "util-linux",
     "objdump": "binutils",  # PyInstaller, for the Linux bundle (tests/packaging)
     "promtool": "prometheus",
     "desktop-file-validate": "desktop-file-utils",

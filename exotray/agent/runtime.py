@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from exotray import __version__
-from exotray.agent.base import trim
+from exotray.agent.base import fds, trim
 from exotray.agent.base.keys import SIGNATURE_HEADER, ClusterKeyError, load_key, sign
 from exotray.agent.base.loops import Loops
 from exotray.agent.base.statedir import StartError, StateDirError, load_node_id, lock_state_dir
@@ -322,8 +322,10 @@ class Agent:
         self.captest = CapacityTester(s.bind, s.capacity_port or None, allow=s.allow_capacity_tests,
                                       known=self.table.answered, key=lambda: self.key)
         self.captest.on_done = self._capacity_tested
+        self.fd_budget = fds.budget_at_start()
+        fds.quiet_accepts(asyncio.get_running_loop(), Throttled(time.monotonic))
         self._server = make_server(create_app(self, lazy_registry(self),
-                                              self.sharing.routes()))
+                                              self.sharing.routes()), self.fd_budget)
         # Kinds first: mDNS skips VPN interfaces by their kind.
         self.monitor.update(sampler.read_nics(), self.clock())
         await resolve_manual_peers(self.table, self.clock)

@@ -11,6 +11,7 @@ import uvicorn
 from uvicorn.server import ServerState
 
 from exotray.agent.base import limits as L
+from exotray.agent.base.fds import Budget
 from exotray.agent.http.guard import guarded_protocol
 
 
@@ -46,8 +47,8 @@ async def _noop(scope, receive, send) -> None:
     pass
 
 
-def _factory():
-    cls = guarded_protocol()
+def _factory(budget: Budget | None = None):
+    cls = guarded_protocol(budget)
     cfg = uvicorn.Config(_noop, http=cls, lifespan="off", log_config=None)
     cfg.load()
     state = ServerState()
@@ -60,7 +61,7 @@ def _connect(make, host: str):
     return p, t
 
 
-def test_connections_per_lan_source_are_capped_and_loopback_never_is():
+def test_connections_per_lan_source_are_capped_and_loopback_has_its_own_count():
     async def run() -> None:
         cls, make = _factory()
         lan = [_connect(make, "10.213.0.9") for _ in range(L.MAX_CONNECTIONS_PER_SOURCE + 4)]
@@ -71,7 +72,27 @@ def test_connections_per_lan_source_are_capped_and_loopback_never_is():
         for p, _ in lan:
             p.connection_lost(None)
         assert cls.counts.by_source == {"10.213.0.8": 1} and cls.counts.total == 1
+        assert cls.counts.loopback == 200
         assert not _connect(make, "10.213.0.9")[1].aborted  # room again
+
+    asyncio.run(run())
+
+
+def test_a_budget_caps_the_lan_and_loopback_apart():
+    """Loopback connections beyond their budget are refused without touching the LAN's,
+    and the LAN's total holds however many addresses share it."""
+    async def run() -> None:
+        cls, make = _factory(Budget(files=256, lan=12, per_source=4, loopback=6))
+        local = [_connect(make, "127.0.0.1") for _ in range(50)]
+        assert sum(not t.aborted for _, t in local) == 6
+        lan = [_connect(make, f"10.213.0.{i}")[1] for i in range(1, 6) for _ in range(5)]
+        assert sum(not t.aborted for t in lan) == 12  # 4 + 4 + 4, then the total refuses
+        assert sum(not t.aborted for t in lan[:5]) == 4  # per source
+        for p, t in local:
+            if not t.aborted:
+                p.connection_lost(None)
+        assert cls.counts.loopback == 0
+        assert not _connect(make, "::1")[1].aborted
 
     asyncio.run(run())
 

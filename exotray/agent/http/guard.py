@@ -1,12 +1,13 @@
 """What the agent's HTTP server refuses before a request reaches the API (issue 18).
 
 Connections (`guarded_protocol`, uvicorn's h11 protocol with limits): at most
-MAX_CONNECTIONS_PER_SOURCE open from one non-loopback address and MAX_LAN_CONNECTIONS
-from all of them; a connection that has not sent a whole request head within
-HEADER_TIMEOUT_S is closed; a response the client does not take within SEND_TIMEOUT_S
-(the write buffer stays over its high-water mark) ends the connection. Loopback clients
-(the tray, `exotray status`) are never refused, so idle LAN connections cannot make the
-local agent look dead.
+`per_source` open from one non-loopback address, `lan` from all of them and `loopback`
+from loopback, each counted apart (base/fds.py sizes them from the open-files limit); a
+connection that has not sent a whole request head within HEADER_TIMEOUT_S is closed; a
+response the client does not take within SEND_TIMEOUT_S (the write buffer stays over its
+high-water mark) ends the connection. LAN and loopback clients have budgets of their own,
+so idle LAN connections cannot make the local agent look dead to the tray, and a local
+process holding hundreds of connections cannot shut out the peers.
 
 Requests (`RequestGuard`, ASGI middleware): the Host header must name this machine
 by an IP address, `localhost`, or its own host name (a page that rebinds a DNS name to
@@ -31,6 +32,7 @@ from starlette.responses import JSONResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from exotray.agent.base import limits as L
+from exotray.agent.base.fds import Budget
 from exotray.agent.http.control import is_loopback
 
 log = logging.getLogger("exotray.agent.runtime")
@@ -39,36 +41,52 @@ _STATE_CHANGING = {"POST", "PUT", "DELETE", "PATCH"}
 
 
 class _Counts:
-    """Open connections per non-loopback source, shared by one server's connections."""
+    """Open connections per non-loopback source and from loopback, shared by one
+    server's connections, within a descriptor budget (base/fds.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
         self.by_source: Counter[str] = Counter()
         self.total = 0
+        self.loopback = 0
         self.refused = 0
 
     def take(self, host: str) -> bool:
-        if (self.by_source[host] >= L.MAX_CONNECTIONS_PER_SOURCE
-                or self.total >= L.MAX_LAN_CONNECTIONS):
-            self.refused += 1
-            if self.refused == 1 or str(self.refused).strip("0") == "1":
-                log.warning("HTTP: refusing a connection from %s (%d open from it, %d from "
-                            "the LAN; refusal %d)", host, self.by_source[host], self.total,
-                            self.refused)
-            return False
+        b = self.budget
+        if is_loopback(host):
+            if self.loopback < b.loopback:
+                self.loopback += 1
+                return True
+            return self._refuse(host, f"{self.loopback} open from loopback")
+        if self.by_source[host] >= b.per_source or self.total >= b.lan:
+            return self._refuse(host, f"{self.by_source[host]} open from it, {self.total} "
+                                      "from the LAN")
         self.by_source[host] += 1
         self.total += 1
         return True
 
+    def _refuse(self, host: str, why: str) -> bool:
+        self.refused += 1
+        if self.refused == 1 or str(self.refused).strip("0") == "1":
+            log.warning("HTTP: refusing a connection from %s (%s; refusal %d)", host, why,
+                        self.refused)
+        return False
+
     def give(self, host: str) -> None:
+        if is_loopback(host):
+            self.loopback -= 1
+            return
         self.by_source[host] -= 1
         if self.by_source[host] <= 0:
             del self.by_source[host]
         self.total -= 1
 
 
-def guarded_protocol() -> type[H11Protocol]:
-    """An h11 protocol class with the connection limits above (one count per server)."""
-    counts = _Counts()
+def guarded_protocol(budget: Budget | None = None) -> type[H11Protocol]:
+    """An h11 protocol class with the connection limits above (one count per server);
+    without a budget, the ceilings of limits.py."""
+    counts = _Counts(budget or Budget(0, L.MAX_LAN_CONNECTIONS, L.MAX_CONNECTIONS_PER_SOURCE,
+                                      L.MAX_LOOPBACK_CONNECTIONS))
 
     class Guarded(H11Protocol):
         _source: str | None = None
@@ -79,11 +97,10 @@ def guarded_protocol() -> type[H11Protocol]:
             super().connection_made(transport)
             peer = transport.get_extra_info("peername")
             host = peer[0] if peer else None
-            if not is_loopback(host):
-                if host is None or not counts.take(host):
-                    transport.abort()
-                    return
-                self._source = host
+            if host is None or not counts.take(host):
+                transport.abort()
+                return
+            self._source = host
             self._head_timer = self.loop.call_later(L.HEADER_TIMEOUT_S, self._no_head)
 
         def _no_head(self) -> None:

@@ -12,6 +12,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from exotray.agent.base import limits as L
+from exotray.agent.base.fds import LISTEN_BACKLOG, Budget
 from exotray.agent.http.guard import guarded_protocol
 
 
@@ -70,20 +71,24 @@ def bind_pair(bind: str, port: int, attempts: int = 20) -> tuple[socket.socket, 
             if port != 0:
                 raise
             continue
-        tcp.listen(128)
+        tcp.listen(LISTEN_BACKLOG)
         tcp.setblocking(False)
         return tcp, udp
     raise OSError(f"no port free for both TCP and UDP on {bind}")
 
 
-def make_server(app: Starlette) -> uvicorn.Server:
+def make_server(app: Starlette, budget: Budget | None = None) -> uvicorn.Server:
     """uvicorn with h11 and the connection limits of http/guard.py (per LAN source and in
     total, a head timeout, a send timeout; loopback never refused). No uvicorn
     `limit_concurrency`: it answered loopback 503 once 128 idle LAN connections were
-    open (issue 18 finding 6)."""
+    open (issue 18 finding 6). `budget`: the caps sized from the open-files limit
+    (base/fds.py; the ceilings of limits.py without one). asyncio listens with uvicorn's
+    backlog and accepts up to that many connections at each wake-up: LISTEN_BACKLOG,
+    which the budget keeps descriptors for."""
     return _Server(uvicorn.Config(
         app,
-        http=guarded_protocol(),
+        http=guarded_protocol(budget),
+        backlog=LISTEN_BACKLOG,
         log_config=None,
         log_level="warning",
         access_log=False,
