@@ -1,6 +1,7 @@
 """What every part of the agent shares, and nothing else.
 
 - `limits`: every bound a LAN host runs into (connections, peers, sizes, rates);
+- `fds`: the open-files limit raised at start, and the connection budget sized from it;
 - `keys`: the cluster key, read once, and the HMAC signatures of what peers exchange;
 - `throttle`: a recurring problem logged once, then at most once a minute;
 - `loops`: the agent's named tasks and timers (no drift, no overlap);
