@@ -47,22 +47,47 @@ def cmd_interfaces(args: argparse.Namespace) -> int:
     return _show(args, "/v1/interfaces", interface_lines)
 
 
+#: answers of 503 (the agent busy with other reads) waited out before giving up
+BUSY_TRIES = 3
+
+
 def _get(args: argparse.Namespace, path: str, **params: object) -> dict:
-    """GET from the local agent, or exit with a clear message."""
+    """GET from the local agent, or exit with a clear message. An agent busy with other
+    reads (503, or connected and silent for 5 s) is told apart from no agent at all; a
+    503 is tried again after its Retry-After, BUSY_TRIES times."""
+    import time
+
     import httpx
 
-    url = f"http://{args.host}:{args.port}{path}"
-    try:
-        r = httpx.get(url, params=params, timeout=5.0, trust_env=False)
-    except httpx.HTTPError as e:
-        raise SystemExit(f"exotray {args.command}: no exotray agent answered at {args.host}:"
-                         f"{args.port} ({e}).\nStart one with `exotray agent` (or the tray "
-                         "app), or give --port.") from None
+    where = f"{args.host}:{args.port}"
+    url = f"http://{where}{path}"
+    for attempt in range(BUSY_TRIES):
+        try:
+            r = httpx.get(url, params=params, timeout=5.0, trust_env=False)
+        except httpx.TimeoutException as e:
+            raise SystemExit(f"exotray {args.command}: the exotray agent at {where} is busy: "
+                             f"it took the request but did not answer in 5 s ({e or 'timeout'})"
+                             ". Try again in a minute.") from None
+        except httpx.HTTPError as e:
+            raise SystemExit(f"exotray {args.command}: no exotray agent answered at {where}"
+                             f" ({e}).\nStart one with `exotray agent` (or the tray "
+                             "app), or give --port.") from None
+        if r.status_code == 503 and attempt + 1 < BUSY_TRIES:
+            try:
+                wait = min(10.0, max(0.0, float(r.headers.get("retry-after", "1"))))
+            except ValueError:
+                wait = 1.0
+            time.sleep(wait)
+            continue
+        break
     if r.status_code != 200:
         try:
             detail = r.json().get("error", r.text)
         except ValueError:
             detail = r.text
+        if r.status_code == 503:
+            raise SystemExit(f"exotray {args.command}: the exotray agent at {where} is busy"
+                             f" ({detail}). Try again in a minute.")
         raise SystemExit(f"exotray: {path}: {detail}")
     return r.json()
 

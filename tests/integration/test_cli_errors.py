@@ -3,16 +3,19 @@ clear line and a documented exit status, never a traceback or a Qt abort."""
 
 from __future__ import annotations
 
+import http.server
+import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 import system_tools
-from helpers import AgentProc, free_port, wait_for
+from helpers import AgentProc, JsonHandler, free_port, wait_for
 
 from exotray.core.settings import EXIT_CONFIG
 
@@ -272,3 +275,37 @@ def test_scripts_dev_without_arguments_prints_its_usage_only():
     assert r.stdout.splitlines()[0].startswith("exotray developer entry point")
     assert "scripts/dev lint" in r.stdout
     assert "set -" not in r.stdout and "#" not in r.stdout
+
+
+class _Busy(JsonHandler):
+    """An agent's stand-in that answers /v1/cluster and is busy for /v1/history."""
+
+    tries = 0
+
+    def do_GET(self):
+        if self.path.startswith("/v1/cluster"):
+            links = [{"id": "l1", "peer_name": "b", "peer_address": "127.0.0.9"}]
+            self.answer(json.dumps({"nodes": [{"links": links}]}).encode())
+            return
+        type(self).tries += 1
+        self.send_response(503)
+        self.send_header("retry-after", "0")
+        self.send_header("content-length", "61")
+        self.end_headers()
+        self.wfile.write(b'{"error": "busy with other history reads; try again in 1 s"}\n')
+
+
+def test_export_from_a_busy_agent_says_busy_after_trying_again(tmp_path):
+    """Before, an agent busy with LAN history reads made `export` say that no agent
+    answered and advise starting one (issue 33 point 2)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Busy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        r = run("export", "l1", "--since", "1h", "--port", str(server.server_address[1]),
+                "-o", str(tmp_path / "x.csv"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert r.returncode == 1
+    assert "is busy" in r.stderr and "Start one" not in r.stderr, r.stderr
+    assert _Busy.tries == 3  # two waits of its Retry-After, then the message

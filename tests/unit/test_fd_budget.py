@@ -1,5 +1,5 @@
 """base/fds.py: the open-files limit raised at start and the connection budget sized
-from it (issue 33, point 1). The lab test (tests/lab/test_fd_budget.py) runs an agent
+from it (issue 33, point 1). The lab test (tests/lab/test_lab_fd_budget.py) runs an agent
 with a limit of 256 against sixteen LAN hosts and a local flood."""
 
 from __future__ import annotations

@@ -76,6 +76,15 @@ KEEPALIVE_S = 15.0
 #: a response not taken by the client within this long ends its connection
 SEND_TIMEOUT_S = 10.0
 
+# -- reads of the past (/v1/history, /v1/events?since=; http/readers.py) -----------------
+#: history reads running at once from LAN clients (all of them together); after one, LAN
+#: reads wait as long as it took
+MAX_LAN_HISTORY_READS = 1
+#: rows in one /v1/history answer to a LAN client (loopback: up to 50,000)
+MAX_LAN_HISTORY_POINTS = 2000
+#: history reads running at once from loopback clients (the tray, the CLI)
+MAX_LOCAL_HISTORY_READS = 4
+
 # -- capacity tests -----------------------------------------------------------------------
 #: sessions granted to one address per window (a finished test frees the slot at once;
 #: this stops finish-and-ask-again from keeping an agent sending)

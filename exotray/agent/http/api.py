@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Route
 
 from exotray.agent.http import routes_captest, routes_control, routes_history, routes_views
 from exotray.agent.http.guard import RequestGuard
+from exotray.agent.http.readers import Readers
 from exotray.agent.http.services import Services
 from exotray.agent.share.cluster_view import SharedView
 
@@ -86,6 +87,7 @@ def create_app(agent: Services, registry: Callable[[], CollectorRegistry],
     # on a clock that stands still)
     app.state.cluster_view = SharedView(lambda local: agent.cluster(local=local),
                                         time.monotonic)
+    app.state.readers = Readers()  # who may read the past at once (http/readers.py)
     app.state.make_registry = registry
     app.state.registries = []  # /metrics' registry, once made (routes_views.prometheus)
     return app

@@ -1,6 +1,7 @@
 """The API's reads of the past: `/v1/history` (a link's or an interface's samples over a
 range, from the SQLite history and the live rings) and `/v1/events` (after a sequence
-number, or over a time range).
+number, or over a time range). The reads that go to the database take a reader's place
+first (http/readers.py: LAN clients one at a time with fewer rows, loopback first).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from exotray.agent.history import store
+from exotray.agent.http.control import is_loopback
+from exotray.agent.http.readers import Busy, Readers
 from exotray.agent.http.services import error, services
 
 #: the longest range /v1/history answers (what history_days allows at most)
@@ -50,6 +53,19 @@ def _range(request: Request, now: float, default_s: float = 600.0) -> tuple[floa
     return since, until
 
 
+def _local(request: Request) -> bool:
+    return is_loopback(request.client.host if request.client else None)
+
+
+def _busy(e: Busy) -> JSONResponse:
+    return JSONResponse({"error": str(e)}, status_code=503,
+                        headers={"retry-after": str(int(e.retry_s))})
+
+
+def readers(request: Request) -> Readers:
+    return request.app.state.readers
+
+
 async def history(request: Request) -> JSONResponse:
     agent = services(request)
     link = request.query_params.get("link")
@@ -63,9 +79,15 @@ async def history(request: Request) -> JSONResponse:
                              store.MAX_POINTS))
     except ValueError as e:
         return error(400, str(e))
-    data = await agent.store.answer(
-        link, iface, since, until, points, now, agent.settings.interval,
-        lambda: agent.history(link, iface, max(0.0, now - since)))
+    local = _local(request)
+    points = Readers.points(local, points)
+    try:
+        async with readers(request).slot(local):
+            data = await agent.store.answer(
+                link, iface, since, until, points, now, agent.settings.interval,
+                lambda: agent.history(link, iface, max(0.0, now - since)))
+    except Busy as e:
+        return _busy(e)
     if data is None:
         return error(404, f"no such {'link' if link is not None else 'interface'}")
     return JSONResponse(data)
@@ -79,10 +101,15 @@ async def events(request: Request) -> JSONResponse:
         if "since" in q or "until" in q:
             since, until = _range(request, agent.now(), default_s=86400.0)
             limit = int(_number(request, "limit", EVENTS_LIMIT, 1, MAX_EVENTS_LIMIT))
-            got = await agent.store.event_range(since, until, limit, agent.events.after(0))
+            local = _local(request)
+            async with readers(request).slot(local):
+                got = await agent.store.event_range(
+                    since, until, Readers.points(local, limit), agent.events.after(0))
             return JSONResponse({"last_seq": agent.events.last_seq, **got})
     except ValueError as e:
         return error(400, str(e))
+    except Busy as e:
+        return _busy(e)
     return JSONResponse(
         {"last_seq": agent.events.last_seq, "events": agent.events.after(after)}
     )
