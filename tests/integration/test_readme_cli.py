@@ -285,6 +285,8 @@ LIMIT_ROWS = {
     "MAX_RESOLVE_QUEUE": ("mDNS services being resolved / waiting", " / {} |"),
     "MAX_KNOWN_SERVICES": ("mDNS service names remembered", "| {} ("),
     "MAX_FETCHES": ("snapshot fetches and stream openings at once", "| {} |"),
+    "MAX_STREAM_FRAMES_PER_S": ("frames a followed stream brings", "| {} a second"),
+    "STREAM_FRAMES_BURST": ("frames a followed stream brings", "in bursts of {} ("),
     "MAX_CLIENT_CONNECTIONS": ("outgoing HTTP connections", "| {} ("),
     "MAX_CLIENT_KEEPALIVE": ("outgoing HTTP connections", "({} kept alive)"),
     "MAX_CLUSTER_LINKS_PER_NODE": ("a peer's links / interfaces shown", "| {} / "),

@@ -19,6 +19,7 @@ import pytest
 from helpers import AgentProc, free_port, wait_for
 from stream_frames import delta, full, snapshot
 
+from exotray.agent.base import limits as L
 from exotray.agent.share import wire as W
 
 KEY = b"correct horse battery staple 42"
@@ -334,3 +335,41 @@ def test_a_peer_not_taking_connections_is_tried_every_interval_not_ever_later(tm
 def test_a_peer_sending_what_we_refuse_waits_longer_each_time(tmp_path, stream_peer):
     srv = stream_peer([("bad_frame", b"HELLO THERE\n")])
     assert _reconnect_waits(tmp_path, srv.server_address[1]) == [0.2, 0.4, 0.8, 1.6]
+
+
+def _flood(nonce: str, deltas: int = 3000) -> bytes:
+    """A full snapshot of 1024 links, then one-field deltas with no pause between them."""
+    out = [full(snapshot(links=1024))]
+    for i in range(deltas):
+        out.append(delta({"age": 0, "links": {"set": {"b-a-5": {"rtt_ms": 0.05 + i % 50 / 100}}}},
+                         seq=2 + i))
+    return b"".join(out)
+
+
+def test_a_peer_flooding_frames_is_cut_and_followed_again_after_a_back_off(
+        tmp_path, stream_peer):
+    """Issue 33 point 8: 10,000 deltas a second from one peer took its victim to half a
+    core. A stream is cut at the frame over its budget (MAX_STREAM_FRAMES_PER_S, bursts of
+    STREAM_FRAMES_BURST), counted as `too_fast`, logged once, and followed again after the
+    back-off of refused streams; what came before the cut is kept."""
+    flood = _flood("")
+    srv = stream_peer([("flood", lambda nonce: flood)])
+    srv.hold = 2.0
+    a = AgentProc(tmp_path, "a", free_port(), [srv.server_address[1]], "--interval", "0.25",
+                  "--sharing", "stream")
+    try:
+        a.wait_ready()
+        assert wait_for(lambda: _rejections(a).get("too_fast", 0) >= 3, 40), (
+            _rejections(a), srv.served, a.log())
+        counters = a.get("/v1/snapshot")["counters"]
+        served = len(srv.served)
+        # each connection brought a burst's worth at most, not its 3001 frames
+        assert counters["stream_frames_in"] <= served * (L.STREAM_FRAMES_BURST + 5), (
+            counters["stream_frames_in"], served)
+        gaps = [b - a_ for a_, b in zip(srv.served_at, srv.served_at[1:], strict=False)]
+        assert min(gaps[1:]) >= 0.25, gaps  # backing off, not reconnecting at once
+        assert _node(a.get("/v1/cluster"), "evil") is not None  # its state before the cut
+        assert a.log().count("stream frame dropped (too_fast") == 1
+        assert a.proc.poll() is None and "Traceback" not in a.log()
+    finally:
+        a.close()

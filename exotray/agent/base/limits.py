@@ -59,6 +59,13 @@ MAX_FETCHES = 16
 MAX_CLIENT_CONNECTIONS = 64
 MAX_CLIENT_KEEPALIVE = 32
 
+#: frames a second a followed stream may bring on average, in bursts of at most
+#: STREAM_FRAMES_BURST: an agent sends one per full tick at most (20 a second at the
+#: shortest interval, 0.05 s); a stream over it is cut, counted (`too_fast`) and followed
+#: again after the back-off of refused streams (up to 5 s)
+MAX_STREAM_FRAMES_PER_S = 50
+STREAM_FRAMES_BURST = 100
+
 # -- the HTTP server -----------------------------------------------------------------------
 #: TCP connections open at once from one non-loopback address
 MAX_CONNECTIONS_PER_SOURCE = 16

@@ -22,11 +22,13 @@ import contextlib
 import logging
 import re
 import secrets
+import time
 from collections.abc import Callable
 
 import httpx
 from starlette.routing import BaseRoute, Route
 
+from exotray.agent.base import limits as L
 from exotray.agent.base.throttle import Throttled
 from exotray.agent.peers.table import Peer, PeerTable
 from exotray.agent.share import wire as W
@@ -70,6 +72,8 @@ class StreamSharing:
         self.protocol: dict[str, str] = {}
         self._poll_until: dict[str, float] = {}
         self.sleep = asyncio.sleep  # (the wait between connections; a test's to replace)
+        #: the clock of the frames' budget: real time, whatever the agent's clock does
+        self.frame_clock: Callable[[], float] = time.monotonic
         #: Linux: the followed streams' frames wait in the kernel for our ticks
         self.hold = StreamHold()
 
@@ -199,6 +203,7 @@ class StreamSharing:
                 raise W.FrameError("bad_frame", "no stream id")
             mirror = W.Mirror(self.node_id, peer.id if "mdns" in peer.sources else None)
             reader = W.FrameReader()
+            budget = FrameBudget(self.frame_clock)
             expect: list[int] = []  # the next sequence number, once a frame came
             stream = resp.extensions.get("network_stream")
             self.hold.add(peer.key, stream.get_extra_info("socket") if stream else None)
@@ -209,6 +214,7 @@ class StreamSharing:
                     async for chunk in resp.aiter_raw():
                         self.hold.rearm(peer.key)  # (the next frame waits for a tick)
                         for kind, seq, sig, body, size in reader.feed(chunk):
+                            budget.take()
                             snap = self._frame(kind, seq, sig, body, size, stream_id,
                                                nonce, mirror, expect)
                             self._accept(peer, snap)
@@ -255,6 +261,28 @@ def _quiet(interval: float) -> float:
     """How long a stream may be silent before its connection counts as dead: a frame
     comes at least every W.HEARTBEAT intervals; two of them missed, and a second."""
     return (W.HEARTBEAT + 2) * interval + 1.0
+
+
+class FrameBudget:
+    """A followed stream's frames a second (issue 33 point 8): a token bucket of
+    STREAM_FRAMES_BURST refilled at MAX_STREAM_FRAMES_PER_S. A peer sending 10,000
+    one-field deltas a second took its victim to half a core; `take` raises `too_fast`
+    for the frame over the budget, and the connection is cut as for any refused frame."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.tokens = float(L.STREAM_FRAMES_BURST)
+        self.at = clock()
+
+    def take(self) -> None:
+        now = self.clock()
+        self.tokens = min(float(L.STREAM_FRAMES_BURST),
+                          self.tokens + (now - self.at) * L.MAX_STREAM_FRAMES_PER_S)
+        self.at = now
+        if self.tokens < 1.0:
+            raise W.FrameError("too_fast", f"over {L.MAX_STREAM_FRAMES_PER_S} frames a "
+                                           "second")
+        self.tokens -= 1.0
 
 
 class _NoStream(Exception):

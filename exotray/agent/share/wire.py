@@ -45,6 +45,7 @@ FRAME_REASONS = (
     "delta_before_full",  # a delta with no full snapshot before it
     "unknown_link",  # a delta for a link (or interface) the mirror does not have
     "bad_sequence",  # a frame out of sequence: replayed, reordered or missing
+    "too_fast",  # more frames a second than any agent sends (share/stream.py FrameBudget)
 )
 
 
