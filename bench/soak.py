@@ -3,6 +3,9 @@ bursts; RSS, open fds, threads and asyncio tasks sampled every minute, as a tabl
 
     sudo .venv/bin/python bench/soak.py                 # 60 min (explicit opt-in)
     sudo .venv/bin/python bench/soak.py --minutes 5     # a short look
+    sudo .venv/bin/python bench/soak.py --minutes 120 --capacity 150
+        # two hours; each LAN at 150 Mbit/s, so every 200 Mbit/s burst raises and
+        # clears saturation events (issue 33 point 13)
 
     sudo .venv/bin/python bench/soak.py --split --minutes 45 --sharing stream
         # each agent different (SPLIT below), all under bench/_mem_probe.py, whose
@@ -82,6 +85,9 @@ def main() -> int:
                          "rings), memory probes on all")
     ap.add_argument("--after", type=float, default=180.0,
                     help="--split: slopes from this many seconds of the agents' life on")
+    ap.add_argument("--capacity", type=float, default=None, metavar="MBIT",
+                    help="each agent's LAN capacity: below the bursts' 200 Mbit/s, links "
+                         "saturate and clear (events) at every burst")
     ap.add_argument("--probe-scale", type=float, default=1.0,
                     help="multiply the probes' periods (XT_MEM_EVERY, XT_MEM_BASE): 0.1 for "
                          "a short check of the harness")
@@ -107,7 +113,7 @@ def main() -> int:
         rows = soak.run(Path(tmp), args.hosts, args.minutes * 60, args.every,
                         log=lambda m: print(m, file=sys.stderr),
                         extra=("--sharing", args.sharing) if args.sharing else (),
-                        variants=variants)
+                        variants=variants, capacity_mbit=args.capacity)
         if args.split:  # keep each agent's log and events beside its memory lines
             for f in Path(tmp).glob("n*.*"):
                 if f.suffix in (".log", ".events"):
@@ -123,13 +129,15 @@ def main() -> int:
         table.append([f"{t / 60:.1f}", f"{statistics.median(r['rss_mib'] for r in at):.1f}",
                       f"{max(r['rss_mib'] for r in at):.1f}", str(max(r["fds"] for r in at)),
                       str(max(r["threads"] for r in at)), _agg(max, at, "tasks"),
-                      f"{_agg(min, at, 'links_up')}/{args.hosts - 1}"])
+                      f"{_agg(min, at, 'links_up')}/{args.hosts - 1}",
+                      _agg(lambda v: int(statistics.median(v)), at, "events")])
     sharing = args.sharing or "default"
+    events = f", capacity {args.capacity:g} Mbit/s (events)" if args.capacity else ""
     print(f"## exotray soak: {args.hosts} agents, {args.minutes:g} min, iperf3 bursts, "
-          f"sharing {sharing}\n")
+          f"sharing {sharing}{events}\n")
     print(machine_line(machine_info()) + "\n")
     print(md_table(["min", "RSS MiB median", "RSS MiB max", "fds max", "threads max",
-                    "tasks max", "links up (min)"], table))
+                    "tasks max", "links up (min)", "events (median)"], table))
     write_json("soak", {"machine": machine_info(), "args": vars(args), "rows": rows})
     return 0
 

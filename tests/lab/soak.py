@@ -72,9 +72,11 @@ def _lines(path: Path) -> int:
 
 
 def run(tmp: Path, hosts: int, seconds: float, every: float, burst_s: int = 5,
-        log=print, extra: tuple[str, ...] = (), variants: list[dict] | None = None
-        ) -> list[dict]:
+        log=print, extra: tuple[str, ...] = (), variants: list[dict] | None = None,
+        capacity_mbit: float | None = None) -> list[dict]:
     """Samples (one row per agent per round) over `seconds` of mDNS + probes + load.
+    `capacity_mbit`: each agent's LAN interface has this capacity (--capacity), so that a
+    200 Mbit/s burst above it saturates its links: events raised and cleared.
 
     `variants` (one per host, optional): how each agent differs — "extra" arguments,
     "mdns": False (then it is given every other host with --peer, and the others are
@@ -90,7 +92,9 @@ def run(tmp: Path, hosts: int, seconds: float, every: float, burst_s: int = 5,
                 mdns = v.get("mdns", True)
                 peers = [f"{o.addr}:52480" for o in (lab.hosts if not mdns else quiet)
                          if o is not h]
-                procs.append(agents.start(h, *extra, *v.get("extra", ()), name=f"n{i + 1}",
+                cap = ("--capacity", f"{h.veth}={capacity_mbit:g}") if capacity_mbit else ()
+                procs.append(agents.start(h, *extra, *cap, *v.get("extra", ()),
+                                          name=f"n{i + 1}",
                                           mdns=mdns, peers=peers, runner=v.get("runner"),
                                           env=v.get("env")))
             for a in procs:
