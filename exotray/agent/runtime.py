@@ -40,6 +40,7 @@ from exotray.agent.hw.hardware import Hardware
 from exotray.agent.hw.kinds import InterfaceClassifier
 from exotray.agent.hw.monitor import InterfaceMonitor
 from exotray.agent.peers import links as linkstats
+from exotray.agent.peers.linkevents import LinkEvents
 from exotray.agent.peers.links import Link, Target
 from exotray.agent.peers.resolver import resolve_manual_peers
 from exotray.agent.peers.table import Peer, PeerTable
@@ -111,6 +112,7 @@ class Agent:
             on_link_added=lambda link: self.prober.route(link, self.clock()),
             on_link_dropped=lambda target: self.prober.forget(target),
             on_peer_event=self._peer_event,
+            on_link_change=lambda *a: self.link_events.changed(*a),
         )
         self.peers: dict[str, Peer] = self.table.peers
         self.links: dict[Target, Link] = self.table.links
@@ -128,11 +130,15 @@ class Agent:
         self.exo = ExoWatch(settings.exo_url, monitor=self.monitor, clock=clock,
                             links=lambda: self.links.values(),
                             emit=lambda t, f: self.events.emit(t, self.wall(clock()), **f))
+        # link_down/up, link_flapping, link_slower (peers/linkevents.py)
+        self.link_events = LinkEvents(self.events.emit, self.wall, self.monitor.label,
+                                      lambda: self.settings.name)
         self.ticker = Ticker(
             clock=clock, wall=self.wall, monitor=self.monitor, table=self.table,
             prober=self.prober, exo=self.exo, sharing=lambda: self.sharing, store=self.store,
             events=self.events, throttled=self._throttled, paused=lambda: self.paused,
             node_name=lambda: self.settings.name, update_ifaces=self._update_ifaces,
+            link_events=self.link_events,
             testing=lambda after: self.captest.testing(after) if self.captest else frozenset())
         self.loops = Loops(clock)
         for spec in settings.peers:

@@ -32,6 +32,7 @@ from exotray.agent.history.store import HistoryStore
 from exotray.agent.hw import sampler
 from exotray.agent.hw.monitor import InterfaceMonitor
 from exotray.agent.peers import links as linkstats
+from exotray.agent.peers.linkevents import LinkEvents
 from exotray.agent.peers.links import Link
 from exotray.agent.peers.table import PeerTable
 from exotray.agent.probe import pacing
@@ -59,12 +60,14 @@ class Ticker:
                  node_name: Callable[[], str],
                  update_ifaces: Callable[[dict[str, sampler.NicInfo], float], bool],
                  testing: Callable[[float], frozenset[str]] = lambda _after: frozenset(),
+                 link_events: LinkEvents | None = None,
                  ) -> None:
         self.clock, self.wall = clock, wall
         self.monitor, self.table, self.prober, self.exo = monitor, table, prober, exo
         self.sharing, self.store, self.events = sharing, store, events
         self._throttled, self.paused, self.node_name = throttled, paused, node_name
         self.update_ifaces = update_ifaces
+        self.link_events = link_events
         #: peer hosts with a capacity test's traffic in the rates (http/captest.py)
         self.testing = testing
         self._tested: tuple[int, frozenset[str]] = (-1, frozenset())
@@ -169,6 +172,10 @@ class Ticker:
             for link in links:  # RDMA included, as detected (exowatch)
                 n = judged.get(link.id) or self.exo.numbers(link)
                 linkstats.history_row(link, now, t, n.rate, n.utilization)
+                if self.link_events is not None and not self.paused():
+                    rate = (None if n.rate is None
+                            else max(n.rate.rx_bytes_per_s, n.rate.tx_bytes_per_s))
+                    self.link_events.tick(link, now, rate, n.utilization)
             self.store.collect(t, links, self.monitor.ifaces)
             self.monitor.watch(self._carriers(links))
         self.last_sample = now

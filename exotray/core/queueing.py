@@ -160,6 +160,14 @@ class QueueTracker:
             lows.append(self._low(self._cur))
         return min(lows) if lows else None
 
+    def recent_low_ms(self) -> float | None:
+        """The low (the bucket quantile) of the newest bucket with `min_replies` replies:
+        the open one, else the last closed one. A path that got slower raises every
+        probe's RTT, so its low; a noisy one (Wi-Fi's power save) leaves some low."""
+        if len(self._cur) >= self.params.min_replies:
+            return self._low(self._cur)
+        return self._lows[-1][1] if self._lows else None
+
     def recent_since(self, now: float) -> float:
         """Where the recent window starts: `recent_s` ago, or earlier to hold
         `recent_probes` resolved probes, but never more than `recent_max_s` ago."""

@@ -115,7 +115,9 @@ def test_ring_size_default_span() -> None:
 def test_event_types() -> None:
     assert EVENT_TYPES == ("peer_up", "peer_down", "link_saturated", "link_cleared",
                            "link_degraded", "link_restored", "exo_slow_path",
-                           "exo_slow_path_cleared", "capacity_test")
+                           "exo_slow_path_cleared", "capacity_test", "link_down", "link_up",
+                           "link_slower", "link_slower_cleared", "link_flapping",
+                           "link_flapping_cleared")
 
 
 @pytest.mark.parametrize(
@@ -182,7 +184,7 @@ def test_event_log_keep_bound(keep: int, emitted: int, kept: list[int]) -> None:
 @pytest.mark.parametrize(
     "type_",
     [
-        pytest.param("link_up", id="unknown"),
+        pytest.param("link_sideways", id="unknown"),
         pytest.param("", id="empty"),
         pytest.param("PEER_UP", id="wrong-case"),
     ],

@@ -117,3 +117,28 @@ def test_empty_state_says_how_to_get_peers(discovery, first, manual):
 
 def test_no_hints_once_there_are_links():
     assert empty_hints(CLUSTER) == [] and empty_hints(None) == []
+
+
+def test_link_changes_are_said_in_words_naming_the_nodes_and_links():
+    """Issue 31's events: the notification (and the timeline, which says what it says)."""
+    base = {"peer_name": "studio-2", "local_label": "Thunderbolt Bridge", "link_id": "l1"}
+    said = {kind: notification({**base, "type": kind, **more}, "studio-1") for kind, more in [
+        ("link_down", {"fallback_link_id": "l2", "fallback_label": "Wi-Fi",
+                       "rtt_before_ms": 0.4, "rtt_now_ms": 6.1}),
+        ("link_up", {"rtt_ms": 0.41}),
+        ("link_slower", {"rtt_before_ms": 0.4, "rtt_now_ms": 30.4}),
+        ("link_slower_cleared", {"rtt_before_ms": 0.4, "rtt_now_ms": 0.45}),
+        ("link_flapping", {"changes": 3, "window_s": 600}),
+        ("link_flapping_cleared", {"quiet_s": 600}),
+    ]}
+    assert said["link_down"] == (
+        "Link down: studio-1 ⇄ studio-2",
+        "Thunderbolt Bridge to studio-2 is down; studio-2 is now reached over Wi-Fi "
+        "(0.40 → 6.1 ms)")
+    assert "answers again (0.41 ms)" in said["link_up"][1]
+    assert "round trip 0.40 → 30.4 ms" in said["link_slower"][1]
+    assert "0.45 ms again (it was 0.40 ms)" in said["link_slower_cleared"][1]
+    assert "came back 3 times in 10 minutes" in said["link_flapping"][1]
+    assert "no drop for 10 minutes" in said["link_flapping_cleared"][1]
+    for title, body in said.values():
+        assert "studio-1" in title and "Thunderbolt Bridge" in body and "_" not in body

@@ -72,6 +72,13 @@ class EventSink:
                     event.get("local_interface"),
                     f" while {event.get('better_interface')} is up"
                     if event["type"] == "exo_slow_path" else "")
+        elif event["type"] in ("link_down", "link_slower", "link_flapping"):
+            log.warning("%s: link to %s via %s%s", event["type"], who,
+                        event.get("local_interface"),
+                        f" (now over {event.get('fallback_interface')})"
+                        if event.get("fallback_interface") else
+                        f" ({event.get('rtt_before_ms')} -> {event.get('rtt_now_ms')} ms)"
+                        if event["type"] == "link_slower" else "")
         else:
             log.info("%s: %s", event["type"], who)
         if self._file is not None:

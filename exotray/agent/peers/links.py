@@ -14,6 +14,7 @@ from typing import Protocol
 from exotray.agent.hw import onlink
 from exotray.core.capacity import Capacity
 from exotray.core.history import LINK_COLUMNS, Ring, ring_size
+from exotray.core.linkchanges import SlowerWatch
 from exotray.core.queueing import QueueParams, QueueReading, QueueTracker
 from exotray.core.saturation import SaturationDetector, SaturationParams, Transition
 from exotray.core.schema import r
@@ -62,6 +63,8 @@ class Link:
     hold_s: float = 0.0
     #: (local interface, bridge cable) the link's current saturation was raised on
     saturated_on: tuple[str | None, str | None] | None = None
+    #: its idle RTT against what it was (peers/linkevents.py)
+    slower: SlowerWatch = field(default_factory=SlowerWatch)
 
     @property
     def state(self) -> str:

@@ -89,8 +89,10 @@ class PeerTable:
         on_link_added: Callable[[Link], None] = _ignore,
         on_link_dropped: Callable[[Target], None] = _ignore,
         on_peer_event: Callable[[Peer, bool, str], None] = _ignore,
-        # a hold begins (peers/flaps.py): issue 31's link_flapping is to be raised here
+        # a hold begins (peers/flaps.py); a link's own flapping is linkevents.py's
         on_peer_flapping: Callable[[Peer], None] = _ignore,
+        # a link went up or down: (link, now, its peer up, the peer's links)
+        on_link_change: Callable[[Link, float, bool, list[Link]], None] = _ignore,
     ) -> None:
         self.clock = clock
         self.make_link = make_link
@@ -100,6 +102,7 @@ class PeerTable:
         self.on_link_dropped = on_link_dropped
         self.on_peer_event = on_peer_event
         self.on_peer_flapping = on_peer_flapping
+        self.on_link_change = on_link_change
         self.peers: dict[str, Peer] = {}
         self.links: dict[Target, Link] = {}
         self.paused = False
@@ -147,8 +150,14 @@ class PeerTable:
             link.peer = peer
 
     def _drop_link(self, target: Target) -> None:
-        if self.links.pop(target, None) is not None:
-            self.on_link_dropped(target)
+        link = self.links.pop(target, None)
+        if link is None:
+            return
+        self.on_link_dropped(target)
+        if link.up:  # (its interface went: a cable pulled takes its subnet with it)
+            link.up = False
+            others = [lk for lk in self.links.values() if lk.peer is link.peer]
+            self.on_link_change(link, self.clock(), any(lk.up for lk in others), others)
 
     def remove(self, peer: Peer, why: str) -> None:
         for t in peer.addresses:
@@ -315,6 +324,7 @@ class PeerTable:
             return
         limit = self.down_after_s
         up_peers: set[int] = set()
+        moved: list[Link] = []
         for link in self.links.values():
             was_up = link.up
             link.up = link.last_reply is not None and (
@@ -323,6 +333,11 @@ class PeerTable:
                 up_peers.add(id(link.peer))
             elif was_up:
                 link.path.recheck()  # an ambiguous on-link peer may now be elsewhere
+            if link.up != was_up:
+                moved.append(link)
+        for link in moved:  # (link_down, link_up, link_flapping: peers/linkevents.py)
+            self.on_link_change(link, now, id(link.peer) in up_peers,
+                                [lk for lk in self.links.values() if lk.peer is link.peer])
         for peer in list(self.peers.values()):
             is_up = id(peer) in up_peers
             peer.ever_up = peer.ever_up or is_up

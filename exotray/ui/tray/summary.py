@@ -217,6 +217,8 @@ def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | Non
                     f"exo is using {label} to {peer} while {better} is {state} ({model})")
         return (f"exo's path to {peer} changed",
                 f"exo ({model}) no longer uses {label} to {peer} while {better} is better")
+    if kind in _LINK_CHANGES:
+        return _link_change(kind, event, node, peer, label)
     if kind == "peer_down":
         return (f"Peer down: {peer}", f"{node} gets no answer from {peer}")
     if kind == "peer_up" and event.get("first"):
@@ -224,3 +226,43 @@ def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | Non
     if kind == "peer_up":
         return (f"Peer up: {peer}", f"{node} reaches {peer} again")
     return None
+
+
+_LINK_CHANGES = ("link_down", "link_up", "link_slower", "link_slower_cleared",
+                 "link_flapping", "link_flapping_cleared")
+
+
+def _rtt(ms: float | None) -> str:
+    """'0.4 ms' without the unit's repeat in '0.4 → 6.1 ms'."""
+    return fmt.ms(ms).removesuffix(" ms")
+
+
+def _link_change(kind: str, event: dict[str, Any], node: str, peer: str,
+                 label: str) -> tuple[str, str]:
+    """The words of a link that went down, came back, got slower or flaps (issue 31)."""
+    before, now = event.get("rtt_before_ms"), event.get("rtt_now_ms")
+    if kind == "link_down":
+        other = event.get("fallback_label") or event.get("fallback_interface")
+        if event.get("fallback_link_id") is None:
+            return f"Link down: {node} ⇄ {peer}", f"{label} to {peer} is down"
+        return (f"Link down: {node} ⇄ {peer}",
+                f"{label} to {peer} is down; {peer} is now reached over {other or 'another link'}"
+                f" ({_rtt(before)} → {fmt.ms(now)})")
+    if kind == "link_up":
+        return (f"Link back: {node} ⇄ {peer}",
+                f"{label} to {peer} answers again ({fmt.ms(event.get('rtt_ms'))})")
+    if kind == "link_slower":
+        return (f"Link slower: {node} ⇄ {peer}",
+                f"{label} to {peer}: round trip {_rtt(before)} → {fmt.ms(now)} and staying "
+                "there (a longer route, a relay, or a cable at a lower rate?)")
+    if kind == "link_slower_cleared":
+        return (f"Link back to its round trip: {node} ⇄ {peer}",
+                f"{label} to {peer}: {fmt.ms(now)} again (it was {fmt.ms(before)})")
+    if kind == "link_flapping":
+        minutes = round((event.get("window_s") or 600) / 60)
+        return (f"Link flapping: {node} ⇄ {peer}",
+                f"{label} to {peer} went down and came back {event.get('changes', 3)} times in "
+                f"{minutes} minutes: check the cable and its ports")
+    minutes = round((event.get("quiet_s") or 600) / 60)
+    return (f"Link steady again: {node} ⇄ {peer}",
+            f"{label} to {peer}: no drop for {minutes} minutes")

@@ -64,6 +64,12 @@ KIND_COLORS: Final[dict[str, str]] = {
     "link_restored": "LINK_CALM",
     "exo_slow_path": "EXO",
     "exo_slow_path_cleared": "LINK_CALM",
+    "link_down": "LINK_DOWN",
+    "link_up": "LINK_CALM",
+    "link_slower": "LINK_BUSY",
+    "link_slower_cleared": "LINK_CALM",
+    "link_flapping": "LINK_HOT",
+    "link_flapping_cleared": "LINK_CALM",
 }
 #: fields not repeated in an unknown event's details
 _HIDDEN: Final = frozenset({"seq", "at", "type"})
