@@ -126,10 +126,12 @@ class AgentProc:
     def __init__(self, tmp: Path, name: str, port: int, peers: list[int | str], *extra: str,
                  netns: str | None = None, bind: str = "127.0.0.1", host: str | None = None,
                  mdns: bool = False, runner: str | None = None,
-                 env: dict[str, str] | None = None, files: int | None = None) -> None:
+                 env: dict[str, str] | None = None, files: int | None = None,
+                 wrap: list[str] | None = None) -> None:
         """`runner`: a script run instead of `-m exotray` that runs exotray's CLI (bench
         wrappers such as bench/_mem_probe.py); `env`: variables added for this agent;
-        `files`: its open-files limit, soft and hard (prlimit, from util-linux)."""
+        `files`: its open-files limit, soft and hard (prlimit, from util-linux); `wrap`:
+        a command that runs the rest (one that execs it, so the process is the agent)."""
         self.name = name
         self.port = port
         self.host = host or bind
@@ -148,6 +150,8 @@ class AgentProc:
             args = ["prlimit", f"--nofile={files}:{files}", "--", *args]
         if netns:
             args = ["ip", "netns", "exec", netns, *args]
+        if wrap:
+            args = [*wrap, *args]
         self._log = open(self.log_path, "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})

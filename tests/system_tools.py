@@ -46,6 +46,8 @@ PACKAGES = {
     "import": "imagemagick",
     # the rest
     "unshare": "util-linux",
+    "nsenter": "util-linux",
+    "mount": "mount",
     "prlimit": "util-linux",
     "objdump": "binutils",  # PyInstaller, for the Linux bundle (tests/packaging)
     "promtool": "prometheus",

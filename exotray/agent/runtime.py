@@ -103,6 +103,7 @@ class Agent:
         self._sink = EventSink(self._throttled)
         self.store = HistoryStore(self.state_dir, settings.history_days, self._throttled)
         self.events = EventLog(sinks=[self._sink, self.store.event])
+        self.store.on_open = self.events.resume  # a database opened late: number on
         # -- the parts --
         self.monitor = InterfaceMonitor(
             settings, classifier or InterfaceClassifier(), settings.interval,

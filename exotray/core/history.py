@@ -123,14 +123,25 @@ class Ring:
         del col[self._n:]
         return col[self._head:] + col[: self._head] if self._head else col
 
-    def last(self) -> tuple | None:
-        """The newest row (None for NaN, text decoded), or None when empty."""
-        if not self._n:
-            return None
-        k, j = divmod(self._newest_index(), self._block)
+    def _row(self, index: int) -> tuple:
+        """The row stored at `index` (None for NaN, text decoded)."""
+        k, j = divmod(index, self._block)
         return tuple(self._names[i][int(b[k][j])] if self._text[i] else (
                      None if b[k][j] != b[k][j] else b[k][j])
                      for i, b in enumerate(self._blocks))
+
+    def last(self) -> tuple | None:
+        """The newest row (None for NaN, text decoded), or None when empty."""
+        return self._row(self._newest_index()) if self._n else None
+
+    def rows(self, since: float, until: float, limit: int) -> tuple[list[tuple], float | None]:
+        """Rows with since <= t < until, oldest first, at most `limit` of them; and the
+        time of the first one left out (None when all are in)."""
+        times = self._ordered(0)
+        lo, hi = bisect.bisect_left(times, since), bisect.bisect_left(times, until)
+        stop = min(hi, lo + max(0, limit))
+        out = [self._row((self._head + j) % self._n) for j in range(lo, stop)]
+        return out, (times[stop] if stop < hi else None)
 
     def resize(self, maxlen: int) -> None:
         """Keep the newest rows that fit a new capacity (the interval changed)."""

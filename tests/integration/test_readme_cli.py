@@ -305,6 +305,7 @@ LIMIT_ROWS = {
     "FLAP_WINDOW_S": ("a peer's changes of state", " within {} s |"),
     "FLAP_HOLD_S": ("a peer's changes of state", " one of each per {} s"),
     "MAX_EVENTS_PER_PEER_PER_DAY": ("events of one peer (or of this node's own)", "| {} |"),
+    "MAX_UNSTORED_EVENTS": ("events waiting for a history database", "| {} |"),
     "MAX_LAN_HISTORY_READS": ("history reads (`/v1/history`", "| {} |"),
     "MAX_LAN_HISTORY_POINTS": ("rows in one history answer to a LAN client", "| {} |"),
     "MAX_LOCAL_HISTORY_READS": ("history reads running at once from loopback", "| {} |"),

@@ -50,6 +50,11 @@ FLAP_HOLD_S = 300.0
 #: per UTC day; beyond it they are not stored (still served from memory, logged and in
 #: the --events file), counted, and logged once (history/store.py)
 MAX_EVENTS_PER_PEER_PER_DAY = 1000
+#: events waiting for a history database that cannot take them (a full disk, a file that
+#: cannot be opened): written when it can; beyond this the oldest are not stored (still
+#: logged and in the --events file), counted, and logged (history/backlog.py). Its samples
+#: wait in the rings (an hour) and need no limit of their own
+MAX_UNSTORED_EVENTS = 1000
 
 # -- fetching peers' snapshots -------------------------------------------------------------
 #: snapshot fetches and stream connections being opened at the same time (all peers); the

@@ -141,10 +141,13 @@ class HistoryDB:
         c.execute("BEGIN IMMEDIATE")
         try:
             batches: dict[str, list[tuple]] = {}  # one statement per kind and columns
+            oldest: dict[str, int] = {}  # per kind, the oldest row's time (ms)
             for kind, name, columns, row in rows:
                 sql, keep = self._insert_sql(kind, columns)
+                t_ms = round(row[0] * 1000)
+                oldest[kind] = min(oldest.get(kind, t_ms), t_ms)
                 batches.setdefault(sql, []).append(
-                    (self._series_id(kind, name), round(row[0] * 1000),
+                    (self._series_id(kind, name), t_ms,
                      *(self._encode(col, row[i]) for i, col in keep)))
             for sql, params in batches.items():
                 c.executemany(sql, params)
@@ -153,7 +156,7 @@ class HistoryDB:
                 [(e.get("seq"), event_time(e), e.get("type"), e.get("link_id"),
                   json.dumps(e, separators=(",", ":"))) for e in events])
             if now is not None:  # (None: events only, before any row)
-                self._rollup(round(now * 1000))
+                self._rollup(round(now * 1000), oldest)
                 if self._cleaned_at is None or now - self._cleaned_at >= CLEANUP_EVERY_S:
                     self.cleanup(now)
             c.execute("COMMIT")
@@ -162,13 +165,19 @@ class HistoryDB:
                 c.execute("ROLLBACK")
             raise
 
-    def _rollup(self, now_ms: int) -> None:
+    def _rollup(self, now_ms: int, oldest: dict[str, int] | None = None) -> None:
+        """Roll complete buckets up to `now_ms` into the coarser tiers. Rows older than
+        a tier's mark (`oldest`, per kind: written late, after the database could not
+        be written) roll their buckets again, from the finest tier up."""
         for kind in KINDS:
+            late = (oldest or {}).get(kind)
             for src, dst in zip(self.tiers, self.tiers[1:], strict=False):
                 key = f"rolled_{kind}_{dst.name}"
                 end = now_ms // dst.step_ms * dst.step_ms
                 row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
                 start = int(row[0]) if row else None
+                if start is not None and late is not None and late < start:
+                    start = late // dst.step_ms * dst.step_ms
                 if start is None:
                     first = self.conn.execute(f"SELECT min(t) FROM {kind}_{src.name}").fetchone()
                     start = first[0] // dst.step_ms * dst.step_ms if first[0] is not None else end
