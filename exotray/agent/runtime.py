@@ -118,7 +118,9 @@ class Agent:
         self.peers: dict[str, Peer] = self.table.peers
         self.links: dict[Target, Link] = self.table.links
         self._ifindex = onlink.IfIndex()
-        self.prober = Prober(self.table, self.monitor, self._ifindex, clock)
+        self.prober = Prober(self.table, self.monitor, self._ifindex, clock,
+                             on_mtu=lambda link, said: self.link_events.mtu(
+                                 link, said, self.clock()))
         self.clients = HttpClients(self._ifindex, lambda: self.monitor.nics,
                                    lambda: self.platform)
         share = dict(node_id=self.node_id, key=lambda: self.key,

@@ -13,7 +13,8 @@ log = logging.getLogger(__name__)
 EVENT_TYPES = ("peer_up", "peer_down", "link_saturated", "link_cleared", "link_degraded",
                "link_restored", "exo_slow_path", "exo_slow_path_cleared", "capacity_test",
                "link_down", "link_up", "link_slower", "link_slower_cleared",
-               "link_flapping", "link_flapping_cleared")
+               "link_flapping", "link_flapping_cleared", "mtu_mismatch",
+               "mtu_mismatch_cleared")
 
 
 def unix(at: Any) -> float | None:

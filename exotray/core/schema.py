@@ -221,6 +221,11 @@ class Link(_Model, kw_only=True):
     #: status`; None: cannot tell) and the state of the link's RDMA ports
     rdma_enabled: bool | None = None
     rdma_ports: Annotated[list[RdmaPort], Meta(max_length=8)] = []
+    #: whether frames of the local interface's MTU reach the peer (core/pathmtu.py): the
+    #: largest frame known to reach it, and whether the MTU's do (None: not known yet, or
+    #: the peer's agent does not answer MTU probes)
+    path_mtu: Annotated[int, Meta(ge=68, le=65535)] | None = None
+    mtu_ok: bool | None = None
 
     def __post_init__(self) -> None:
         _check_text(self, ("peer_name", "local_interface", "local_label", "member_interface"))

@@ -117,7 +117,7 @@ def test_event_types() -> None:
                            "link_degraded", "link_restored", "exo_slow_path",
                            "exo_slow_path_cleared", "capacity_test", "link_down", "link_up",
                            "link_slower", "link_slower_cleared", "link_flapping",
-                           "link_flapping_cleared")
+                           "link_flapping_cleared", "mtu_mismatch", "mtu_mismatch_cleared")
 
 
 @pytest.mark.parametrize(

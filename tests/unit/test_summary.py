@@ -142,3 +142,16 @@ def test_link_changes_are_said_in_words_naming_the_nodes_and_links():
     assert "no drop for 10 minutes" in said["link_flapping_cleared"][1]
     for title, body in said.values():
         assert "studio-1" in title and "Thunderbolt Bridge" in body and "_" not in body
+
+
+def test_an_mtu_mismatch_says_what_to_set():
+    ev = {"type": "mtu_mismatch", "peer_name": "studio-2", "local_interface": "en0",
+          "local_label": "Ethernet", "mtu": 9000, "path_mtu": 1500}
+    assert notification(ev, "studio-1") == (
+        "Jumbo frames do not pass: studio-1 ⇄ studio-2",
+        "en0 sends 9000-byte frames, but only 1500 reach studio-2: set jumbo frames end to "
+        "end, or 1500 on both")
+    none = notification({**ev, "path_mtu": None}, "studio-1")
+    assert "do not reach studio-2 (small ones do)" in none[1]
+    back = notification({**ev, "type": "mtu_mismatch_cleared"}, "studio-1")
+    assert back[1] == "9000-byte frames of Ethernet reach studio-2 again"

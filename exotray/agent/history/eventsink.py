@@ -72,6 +72,9 @@ class EventSink:
                     event.get("local_interface"),
                     f" while {event.get('better_interface')} is up"
                     if event["type"] == "exo_slow_path" else "")
+        elif event["type"] == "mtu_mismatch":
+            log.warning("mtu_mismatch: %s sends %s-byte frames; %s reach %s", event.get(
+                "local_interface"), event.get("mtu"), event.get("path_mtu") or "none", who)
         elif event["type"] in ("link_down", "link_slower", "link_flapping"):
             log.warning("%s: link to %s via %s%s", event["type"], who,
                         event.get("local_interface"),

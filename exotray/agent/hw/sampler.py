@@ -33,6 +33,8 @@ class NicInfo:
     networks: tuple[tuple[str, int], ...]
     multicast: bool = False
     loopback: bool = False
+    #: the largest frame it sends (bytes), None where the system does not say
+    mtu: int | None = None
 
 
 def read_counters(platform: str | None = None) -> dict[str, tuple[int, int]]:
@@ -177,6 +179,7 @@ def read_nics() -> dict[str, NicInfo]:
             networks=tuple(nets),
             multicast="multicast" in flags,
             loopback="loopback" in flags or any(a.startswith("127.") for a in v4),
+            mtu=int(st.mtu) if st and getattr(st, "mtu", 0) else None,
         )
     return out
 

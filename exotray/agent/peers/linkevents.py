@@ -10,6 +10,8 @@
   link_down and link_up are not told one by one.
 * `link_slower` / `link_slower_cleared`: its idle RTT rose threefold (and by 1 ms) and
   stayed so for 30 s (core/linkchanges.py).
+* `mtu_mismatch` / `mtu_mismatch_cleared`: frames of its interface's MTU stopped
+  reaching the peer while small ones do (core/pathmtu.py), / they reach it again.
 
 The peer table calls `changed` at each of a link's ups and downs; the agent's tick calls
 `tick` once a full tick. What was told and the ups and downs are kept by link id, so a
@@ -24,6 +26,7 @@ from typing import Any
 
 from exotray.agent.peers.links import Link
 from exotray.core.linkchanges import FlapWatch
+from exotray.core.pathmtu import MISMATCH
 from exotray.core.schema import r
 
 #: a link under this share of a known capacity is idle enough for its RTT to be the path's
@@ -107,6 +110,11 @@ class LinkEvents:
         elif said == "cleared":
             self._tell("link_slower_cleared", link, now, rtt_before_ms=r(before),
                        rtt_now_ms=r(link.slower.now_ms))
+
+    def mtu(self, link: Link, said: str, now: float) -> None:
+        """Its interface's MTU does not reach the peer (pathmtu.MISMATCH) or does again."""
+        self._tell("mtu_mismatch" if said == MISMATCH else "mtu_mismatch_cleared", link, now,
+                   mtu=link.mtu.mtu, path_mtu=link.mtu.path_mtu)
 
     def changes_within(self, link_id: str, now: float, span_s: float = 3600.0) -> int:
         """A link's downs and ups within the last `span_s` (the last hour's)."""

@@ -15,6 +15,7 @@ from exotray.agent.hw import onlink
 from exotray.core.capacity import Capacity
 from exotray.core.history import LINK_COLUMNS, Ring, ring_size
 from exotray.core.linkchanges import SlowerWatch
+from exotray.core.pathmtu import MtuWatch
 from exotray.core.queueing import QueueParams, QueueReading, QueueTracker
 from exotray.core.saturation import SaturationDetector, SaturationParams, Transition
 from exotray.core.schema import r
@@ -65,6 +66,8 @@ class Link:
     saturated_on: tuple[str | None, str | None] | None = None
     #: its idle RTT against what it was (peers/linkevents.py)
     slower: SlowerWatch = field(default_factory=SlowerWatch)
+    #: whether frames of its interface's MTU reach the peer (core/pathmtu.py)
+    mtu: MtuWatch = field(default_factory=MtuWatch)
 
     @property
     def state(self) -> str:

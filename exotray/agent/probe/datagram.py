@@ -1,6 +1,7 @@
 """The probe datagram: a fixed 40-byte format, and its HMAC tag with a cluster key.
 
-    magic "xtP" + version 1 | type (1 request, 2 reply) | flags | reserved
+    magic "xtP" + version 1 | type (1 request, 2 reply; 3, 4: path MTU, probe/mtu.py) |
+    flags | reserved
     seq (u64) | t1: sender's send time | t2: reflector's receive time | t3: reflector's
     send time   (signed 64-bit nanoseconds of CLOCK_REALTIME)
 
@@ -21,6 +22,9 @@ from dataclasses import dataclass
 MAGIC = b"xtP\x01"
 REQUEST = 1
 REPLY = 2
+#: a request padded to a frame size, and its answer (probe/mtu.py)
+MTU_REQUEST = 3
+MTU_REPLY = 4
 _FMT = struct.Struct("!4sBBHQqqq")
 PROBE_LEN = _FMT.size  # 40
 #: with a cluster key, each probe carries a truncated HMAC-SHA256 of its 40 bytes
@@ -71,7 +75,7 @@ def decode(data: bytes) -> Probe:
     magic, type_, _flags, _res, seq, t1, t2, t3 = _FMT.unpack(data)
     if magic != MAGIC:
         raise ProbeError("magic")
-    if type_ not in (REQUEST, REPLY):
+    if type_ not in (REQUEST, REPLY, MTU_REQUEST, MTU_REPLY):
         raise ProbeError("type")
     return Probe(type_, seq, t1, t2, t3)
 

@@ -27,7 +27,10 @@ log = logging.getLogger(__name__)
 
 class Prober:
     def __init__(self, table: PeerTable, monitor: InterfaceMonitor, ifindex: onlink.IfIndex,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float],
+                 on_mtu: Callable[[Link, str], None] = lambda _link, _said: None) -> None:
+        #: a link's MTU stopped passing, or passes again (pathmtu.MISMATCH / CLEARED)
+        self.on_mtu = on_mtu
         self.table = table
         self.monitor = monitor
         self.ifindex = ifindex
@@ -44,6 +47,7 @@ class Prober:
              key: bytes | None) -> ProbeSocket:
         self.socket = ProbeSocket(self.on_reply, self.on_lost, timeout_s=timeout_s,
                                   clock=self.clock, key=key, reply_via=self.reply_via)
+        self.socket.mtu.on_result = self.mtu_result
         self.socket.open(bind, port, sock=udp)
         return self.socket
 
@@ -81,7 +85,35 @@ class Prober:
                 link.first_probe = now
             self._last_sent[link.target] = now
             self.send(link)
+            if full and link.up:
+                self.send_mtu(link, now)
         self.table.update_liveness(now)
+
+    def send_mtu(self, link: Link, now: float) -> None:
+        """A path-MTU probe to the link, when one is due (core/pathmtu.py)."""
+        probe = self.socket
+        iface = link.local_interface
+        nic = self.monitor.nics.get(iface) if iface is not None else None
+        size = link.mtu.due(now, iface, nic.mtu if nic is not None else None)
+        if size is None or probe is None:
+            return
+        via = link.path.via()
+        index = self.ifindex.index(via, self.monitor.nics) if via is not None else None
+        if not probe.mtu.send(link.target, size, index) and link.mtu.waiting == size:
+            link.mtu.lost()
+
+    def mtu_result(self, target: Target, size: int, answered: bool) -> None:
+        """An MTU probe's answer, or its absence: it counts only while the link's small
+        probes are answered (a link that is down says nothing of its MTU)."""
+        link = self.table.links.get(target)
+        if link is None:
+            return
+        if not answered and not link.up:
+            link.mtu.lost()
+            return
+        said = link.mtu.result(self.clock(), size, answered)
+        if said is not None:
+            self.on_mtu(link, said)
 
     def _to_probe(self, now: float, full: bool = True) -> list[Link]:
         """Every link that has answered (on a tick that is not `full`, those that need

@@ -29,6 +29,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from exotray.agent.probe import mtu
 from exotray.agent.probe.budget import SourceBudget
 from exotray.agent.probe.datagram import (  # noqa: F401 (the datagram format, re-exported)
     IP_PKTINFO_DARWIN,
@@ -120,6 +121,8 @@ class ProbeSocket:
         self.watched = False
         self._watch_until = -1e18
         self._pressure = Pressure()
+        #: path-MTU requests, ours and our peers' (probe/mtu.py)
+        self.mtu = mtu.MtuProbes(self)
         #: a datagram came without the kernel's stamp: never held again (a held one
         #: would be stamped when read)
         self._stamps_missing = False
@@ -146,6 +149,9 @@ class ProbeSocket:
             # ticks that found the socket crowded (read as datagrams arrive for a while:
             # probe/pressure.py)
             "probe_socket_crowded": 0,
+            # path-MTU requests sent, not sent, answered; and peers' ones answered
+            "mtu_probes_sent": 0, "mtu_send_errors": 0, "mtu_replies": 0,
+            "mtu_requests_reflected": 0,
         }
 
     # -- lifecycle -------------------------------------------------------------------
@@ -177,6 +183,7 @@ class ProbeSocket:
                 self._pktinfo = True
             except OSError as e:
                 log.info("no IP_PKTINFO on the probe socket (%s); replies use the routes", e)
+        self.mtu.enabled = mtu.dont_fragment(sock)
         self.sock = sock
         #: how probes leave (the socket's sendto; the seam for OS refusals in tests)
         self.send_datagram: Callable[[bytes, Target], int] = sock.sendto
@@ -253,6 +260,7 @@ class ProbeSocket:
     def expire(self) -> None:
         """Resolve probes older than the timeout as lost (oldest first)."""
         horizon = self.clock() - self.timeout_s
+        self.mtu.expire(horizon)
         while self._pending:
             seq, p = next(iter(self._pending.items()))
             if p.sent_mono > horizon:
@@ -263,6 +271,7 @@ class ProbeSocket:
 
     def forget(self, target: Target) -> None:
         """Drop outstanding probes to a target that is no longer probed."""
+        self.mtu.forget(target)
         for seq in [s for s, p in self._pending.items() if p.target == target]:
             del self._pending[seq]
 
@@ -306,7 +315,7 @@ class ProbeSocket:
                 log.debug("probe socket: %s", e)
                 continue
             n += 1
-            truncated = truncated or bool(flags & socket.MSG_TRUNC)
+            truncated = truncated or (bool(flags & socket.MSG_TRUNC) and not mtu.is_mtu(data))
             arrived = parse_pktinfo(anc) if self._pktinfo else None
             self.datagram(data, addr, self._rx_time(anc), arrived)
         # (what was not a reply to our own probes: see probe/pressure.py)
@@ -334,6 +343,9 @@ class ProbeSocket:
                  arrived: tuple[int, str] | None = None) -> None:
         """Handle one received datagram (public so tests can feed it directly);
         `arrived` is (interface index, local address) from IP_PKTINFO."""
+        if mtu.is_mtu(data):
+            self.mtu.datagram(data, addr)
+            return
         try:
             p = decode(unseal(self.key, data))
         except ProbeError as e:

@@ -70,6 +70,8 @@ def link_dict(link: Link, now: float, monitor: InterfaceMonitor,
         "rdma": rdma,
         "rdma_enabled": rdma_enabled,
         "rdma_ports": rdma_ports,
+        "path_mtu": link.mtu.path_mtu,
+        "mtu_ok": link.mtu.ok,
     })
 
 

@@ -40,7 +40,7 @@ from exotray.core.schema import r
 
 #: a link's fields compared as they are (a change is prompt)
 _EXACT = ("state", "peer_id", "peer_name", "local_interface", "local_label",
-          "member_interface", "peer_address", "peer_port")
+          "member_interface", "peer_address", "peer_port", "path_mtu", "mtu_ok")
 #: a link's fields compared with the tempo's rules: its carrier's numbers...
 _CARRIER = ("capacity_bytes_per_s", "capacity_source", "utilization", "rx_bytes_per_s",
             "tx_bytes_per_s")
@@ -112,7 +112,7 @@ class Watch:
         member = self._member(link.local_interface, addr)
         if _sent_exact(sent) != (link.state, link.peer.id, link.peer.name,
                                  link.local_interface, self._label(link.local_interface),
-                                 member, addr, port):
+                                 member, addr, port, link.mtu.path_mtu, link.mtu.ok):
             return True
         # a link's rates, capacity and utilization are those of the interface (or bridge
         # cable) that carries it (views.link_dict): read once per carrier

@@ -229,7 +229,8 @@ def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | Non
 
 
 _LINK_CHANGES = ("link_down", "link_up", "link_slower", "link_slower_cleared",
-                 "link_flapping", "link_flapping_cleared")
+                 "link_flapping", "link_flapping_cleared", "mtu_mismatch",
+                 "mtu_mismatch_cleared")
 
 
 def _rtt(ms: float | None) -> str:
@@ -263,6 +264,19 @@ def _link_change(kind: str, event: dict[str, Any], node: str, peer: str,
         return (f"Link flapping: {node} ⇄ {peer}",
                 f"{label} to {peer} went down and came back {event.get('changes', 3)} times in "
                 f"{minutes} minutes: check the cable and its ports")
+    if kind == "mtu_mismatch":
+        iface = event.get("local_interface") or label
+        mtu, reach = event.get("mtu"), event.get("path_mtu")
+        if reach:
+            return (f"Jumbo frames do not pass: {node} ⇄ {peer}",
+                    f"{iface} sends {mtu}-byte frames, but only {reach} reach {peer}: set "
+                    f"jumbo frames end to end, or {reach} on both")
+        return (f"Large frames do not pass: {node} ⇄ {peer}",
+                f"{iface} sends {mtu}-byte frames, but they do not reach {peer} (small ones "
+                "do): set the same MTU on both ends and everything between")
+    if kind == "mtu_mismatch_cleared":
+        return (f"Frames pass again: {node} ⇄ {peer}",
+                f"{event.get('mtu')}-byte frames of {label} reach {peer} again")
     minutes = round((event.get("quiet_s") or 600) / 60)
     return (f"Link steady again: {node} ⇄ {peer}",
             f"{label} to {peer}: no drop for {minutes} minutes")

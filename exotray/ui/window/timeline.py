@@ -70,6 +70,8 @@ KIND_COLORS: Final[dict[str, str]] = {
     "link_slower_cleared": "LINK_CALM",
     "link_flapping": "LINK_HOT",
     "link_flapping_cleared": "LINK_CALM",
+    "mtu_mismatch": "LINK_HOT",
+    "mtu_mismatch_cleared": "LINK_CALM",
 }
 #: fields not repeated in an unknown event's details
 _HIDDEN: Final = frozenset({"seq", "at", "type"})

@@ -1,0 +1,109 @@
+"""Whether frames as large as a link's interface MTU reach its peer (issue 31, point 4).
+
+Jumbo frames set on the Macs (MTU 9000) but not on the switch between them: small packets
+pass, full-size ones vanish and TCP stalls, while every probe answers. So each link also
+sends, now and then, a probe padded to its interface's MTU with "don't fragment" (the
+wire is agent/probe/mtu.py); `MtuWatch` decides what to send and what the answers mean:
+
+1. first a small padded probe (SMALL bytes): its answer says the peer's agent answers
+   padded probes at all. An agent before this one never does: its links stay unknown
+   (`path_mtu` null), never "mismatch";
+2. then one of the interface's MTU: answered, `path_mtu` is the MTU and `mtu_ok` true;
+   unanswered TRIES times (TRY_GAP_S apart) while the link's small probes are answered
+   (the caller counts a result only while the link is up), `mtu_ok` is false and the
+   standard FALLBACK (1500) is tried, when below the MTU, for `path_mtu`;
+3. checked again every RECHECK_S once known, every RETRY_S while not, and from step 1
+   as soon as the link's interface or its MTU changes.
+
+At rest this is one MTU-sized datagram per link every RECHECK_S: 9000 bytes every 30
+minutes, 5 bytes a second. Pure: times are passed in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: bytes of the probe that asks whether the peer answers padded probes at all
+SMALL = 256
+#: the frame size tried when the interface's MTU does not pass (Ethernet's standard)
+FALLBACK = 1500
+TRIES = 3
+TRY_GAP_S = 2.0
+RETRY_S = 60.0
+RECHECK_S = 1800.0
+
+#: the largest IPv4 datagram (loopback's MTU is 65536)
+MAX_FRAME = 65535
+
+#: what `result` may return: the link's MTU stopped passing / passes again
+MISMATCH = "mismatch"
+CLEARED = "cleared"
+
+
+@dataclass
+class MtuWatch:
+    #: the frames the link's interface sends (its MTU), and which interface
+    mtu: int | None = None
+    interface: str | None = None
+    #: bytes that reached the peer (None: unknown), and whether the MTU's did
+    path_mtu: int | None = None
+    ok: bool | None = None
+    #: "small" | "full" | "fallback": the step; tries of this step unanswered
+    step: str = "small"
+    tries: int = 0
+    next_at: float = 0.0
+    #: a probe of this size is out
+    waiting: int | None = None
+
+    def due(self, now: float, interface: str | None, mtu: int | None) -> int | None:
+        """The size of the probe to send now, if one is due (it is then awaited)."""
+        if mtu is None or mtu < SMALL or interface is None:
+            return None
+        mtu = min(mtu, MAX_FRAME)
+        if (interface, mtu) != (self.interface, self.mtu):
+            self.interface, self.mtu = interface, mtu
+            self.step, self.tries, self.next_at, self.waiting = "small", 0, now, None
+            self.path_mtu, was = None, self.ok
+            self.ok = None if was is not False else False  # (a mismatch stays until seen)
+        if self.waiting is not None or now < self.next_at:
+            return None
+        self.waiting = {"small": SMALL, "full": mtu, "fallback": FALLBACK}[self.step]
+        return self.waiting
+
+    def lost(self) -> None:
+        """The probe out was not sent or not counted (the link was down): send it again
+        at the next chance, as if never sent."""
+        self.waiting = None
+
+    def result(self, now: float, size: int, answered: bool) -> str | None:
+        """The answer (or its absence) to the probe of `size`; MISMATCH when the MTU is
+        found not to pass (after the fallback's try), CLEARED when it passes again."""
+        if size != self.waiting or self.mtu is None:
+            return None
+        self.waiting = None
+        if self.step == "small":
+            if answered:
+                self.step, self.tries, self.next_at = "full", 0, now
+            else:
+                self.next_at = now + RETRY_S  # an older agent: unknown, asked again later
+            return None
+        if self.step == "full":
+            if answered:
+                was, self.ok, self.path_mtu = self.ok, True, self.mtu
+                self.tries, self.next_at = 0, now + RECHECK_S
+                return CLEARED if was is False else None
+            self.tries += 1
+            if self.tries < TRIES:
+                self.next_at = now + TRY_GAP_S
+                return None
+            if self.mtu > FALLBACK:
+                self.step, self.next_at = "fallback", now
+                return None
+            return self._mismatch(now, None)
+        # the fallback's answer names what reaches the peer
+        return self._mismatch(now, FALLBACK if answered else None)
+
+    def _mismatch(self, now: float, reaches: int | None) -> str | None:
+        was, self.ok, self.path_mtu = self.ok, False, reaches
+        self.step, self.tries, self.next_at = "full", 0, now + RETRY_S
+        return MISMATCH if was is not False else None
