@@ -189,6 +189,10 @@ def interface_lines(report: dict) -> list[str]:
                             else ""))
         if it.get("capacity_measured_at"):
             notes.append(f"{name}: capacity measured at {it['capacity_measured_at']}")
+        if it.get("carrier_changes_1h"):
+            n = it["carrier_changes_1h"]
+            notes.append(f"{name}: went down or up {n} time{'s' if n != 1 else ''} in the "
+                         "last hour")
         for lk in it.get("links", []):
             how = (f"its member of {lk['local_interface']}" if lk.get("member_interface")
                    else "it")

@@ -33,3 +33,35 @@ def test_a_new_prefix_is_a_change():
 def test_nothing_new_is_no_change():
     m = _monitor()
     assert m.update({"bridge0": BR}, 1.0) is False
+
+
+def test_a_carrier_that_flaps_is_one_event_of_the_interface_and_counted_an_hour():
+    """Issue 31 point 3: an interface's carrier down and up three times within ten
+    minutes is link_flapping of the interface (no link, no peer), said once; cleared after
+    ten quiet minutes; `exotray interfaces` counts its changes of the last hour."""
+    from exotray.agent.hw.hardware import Hardware
+    from exotray.agent.hw.read import NoReader
+    from exotray.agent.share.views import interfaces
+    from exotray.core.status import interface_lines
+
+    said: list[tuple[str, dict]] = []
+    m = InterfaceMonitor(Settings(), InterfaceClassifier(platform="linux",
+                                                         sysfs_root="/nonexistent"), 1.0,
+                         Hardware(NoReader(), lambda kind, **f: said.append((kind, f))))
+    t = 0.0
+    m.update({"bridge0": BR}, t)
+    for _ in range(4):
+        t += 20
+        m.update({"bridge0": replace(BR, up=False)}, t)
+        t += 20
+        m.update({"bridge0": BR}, t)
+    assert [k for k, _ in said] == ["link_flapping"]
+    ev = said[0][1]
+    assert (ev["interface"], ev["link_id"], ev["peer_id"], ev["changes"]) == (
+        "bridge0", None, None, 3)
+    st = m.ifaces["bridge0"]
+    assert m.carrier_changes(st) == 8
+    report = interfaces(m, [])
+    assert "bridge0: went down or up 8 times in the last hour" in interface_lines(report)
+    m.update({"bridge0": BR}, t + 601)
+    assert [k for k, _ in said] == ["link_flapping", "link_flapping_cleared"]

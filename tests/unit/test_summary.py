@@ -155,3 +155,12 @@ def test_an_mtu_mismatch_says_what_to_set():
     assert "do not reach studio-2 (small ones do)" in none[1]
     back = notification({**ev, "type": "mtu_mismatch_cleared"}, "studio-1")
     assert back[1] == "9000-byte frames of Ethernet reach studio-2 again"
+
+
+def test_an_interface_that_flaps_is_a_cable_named_by_its_port():
+    ev = {"type": "link_flapping", "link_id": None, "interface": "en2",
+          "local_label": "Thunderbolt 5", "changes": 3, "window_s": 600}
+    assert notification(ev, "studio-1") == (
+        "Cable flapping: studio-1",
+        "Thunderbolt 5 (en2) lost its carrier and got it back 3 times in 10 minutes: check "
+        "the cable and its ports")

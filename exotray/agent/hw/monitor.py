@@ -17,7 +17,7 @@ import asyncio
 import ipaddress
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from exotray.agent.hw import sampler
@@ -28,6 +28,7 @@ from exotray.agent.hw.kinds import InterfaceClassifier, mdns_by_default
 from exotray.agent.hw.read import HwLink, NoReader
 from exotray.core import capacity as cap
 from exotray.core.history import IFACE_COLUMNS, Ring, ring_size
+from exotray.core.linkchanges import FlapWatch
 from exotray.core.schema import r
 from exotray.core.settings import Settings
 from exotray.core.stats import Rate, RateMeter
@@ -49,6 +50,8 @@ class IfaceState:
     capacity: cap.Capacity
     history: Ring
     vanished_at: float | None = None
+    #: its carrier's downs and ups (link_flapping of the interface; `exotray interfaces`)
+    flaps: FlapWatch = field(default_factory=FlapWatch)
 
 
 class InterfaceMonitor:
@@ -132,10 +135,16 @@ class InterfaceMonitor:
                     name, kind, label, nic.up, nic.addresses, None, capacity,
                     Ring(IFACE_COLUMNS, ring_size(self.interval)),
                 )
+            if st.up != nic.up:
+                self._carrier_changed(st, nic.up, label, now)
             st.kind, st.label, st.up, st.addresses, st.capacity = (
                 kind, label, nic.up, nic.addresses, capacity
             )
             st.vanished_at = None
+            if st.flaps.quiet(now):
+                self.hardware.emit("link_flapping_cleared", **_flap_fields(st, label),
+                                   state="up" if nic.up else "down",
+                                   quiet_s=st.flaps.params.flap_quiet_s)
         if unclassified:
             self._classify_in_background(unclassified)
         self._hardware_tick(now)
@@ -147,6 +156,18 @@ class InterfaceMonitor:
                 elif now - st.vanished_at > VANISHED_FORGET_S:
                     del self.ifaces[name]
         return addresses_changed
+
+    def carrier_changes(self, st: IfaceState, span_s: float = 3600.0) -> int:
+        """The interface's downs and ups within the last `span_s` (as of the last list)."""
+        return st.flaps.count(self._now, span_s)
+
+    def _carrier_changed(self, st: IfaceState, up: bool, label: str, now: float) -> None:
+        """An interface lost or got back its carrier (or was set down or up): a third
+        return within the window is link_flapping of the interface itself."""
+        if st.flaps.change(now, up):
+            self.hardware.emit("link_flapping", **_flap_fields(st, label),
+                               changes=st.flaps.cycles(now),
+                               window_s=st.flaps.params.flap_window_s)
 
     def update_rates(self, now: float, counters: dict[str, tuple[int, int]],
                      nics: dict[str, sampler.NicInfo], partial: bool = False) -> None:
@@ -349,3 +370,9 @@ class InterfaceMonitor:
         if self._classify_task is not None:
             # networksetup has its own timeout; its thread ends by itself
             await asyncio.gather(self._classify_task, return_exceptions=True)
+
+
+def _flap_fields(st: IfaceState, label: str) -> dict:
+    """An interface's link_flapping: its own, not one link's (link_id and peer null)."""
+    return dict(interface=st.name, local_interface=st.name, local_label=label, link_id=None,
+                peer_id=None, peer_name=None, utilization=None)

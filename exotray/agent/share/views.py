@@ -258,5 +258,7 @@ def interfaces(monitor: InterfaceMonitor, links: Iterable[Link]) -> dict[str, An
             "tx_bytes_per_s": r(st.rate.tx_bytes_per_s, 1) if st.rate else None,
             "counters": {"rx_bytes": raw[0], "tx_bytes": raw[1]} if raw else None,
             "links": carried.get(st.name, []),
+            # its carrier's downs and ups in the last hour (link_flapping's count)
+            "carrier_changes_1h": monitor.carrier_changes(st),
         })
     return {"interfaces": out}

@@ -259,6 +259,13 @@ def _link_change(kind: str, event: dict[str, Any], node: str, peer: str,
     if kind == "link_slower_cleared":
         return (f"Link back to its round trip: {node} ⇄ {peer}",
                 f"{label} to {peer}: {fmt.ms(now)} again (it was {fmt.ms(before)})")
+    if kind == "link_flapping" and not event.get("link_id"):  # an interface's carrier
+        minutes = round((event.get("window_s") or 600) / 60)
+        iface = event.get("interface") or "?"
+        return (f"Cable flapping: {node}",
+                f"{label} ({iface}) lost its carrier and got it back "
+                f"{event.get('changes', 3)} times in {minutes} minutes: check the cable "
+                "and its ports")
     if kind == "link_flapping":
         minutes = round((event.get("window_s") or 600) / 60)
         return (f"Link flapping: {node} ⇄ {peer}",
