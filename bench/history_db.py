@@ -50,7 +50,7 @@ def _values(rnd: random.Random, kind: str, busy: float) -> dict[str, float | str
     util = min(1.0, busy * (0.5 + rnd.random()))
     rate = util * 1.25e9
     if kind == "iface":
-        return {"rx_bytes_per_s": rate, "tx_bytes_per_s": rate * rnd.random()}
+        return {"rx_bytes_per_s": rate, "tx_bytes_per_s": rate * rnd.random(), "carrier": "up"}
     return {"rtt_ms": rtt, "rtt_min_ms": rtt * 0.7, "rtt_max_ms": rtt * 2.5,
             "rx_bytes_per_s": rate, "tx_bytes_per_s": rate * rnd.random(),
             "utilization": util, "state": "saturated" if util > 0.9 else "up",

@@ -47,7 +47,7 @@ for t in range(size):
     for r in links:
         r.append((float(t), 1.0, 0.9, 1.2, 1e6, 2e6, 0.1, "up", 0.8, 0.1))
     for r in ifaces:
-        r.append((float(t), 1e6, 2e6))
+        r.append((float(t), 1e6, 2e6, "up"))
     live.extend(bytes(random.choice((300, 700, 1500, 3000, 9000))) for _ in range(12))
     live.extend([{"k": t, "v": [1.0] * 8} for _ in range(8)])
     del live[:-300]

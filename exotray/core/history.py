@@ -19,12 +19,13 @@ LINK_COLUMNS = (
     "rtt_baseline_ms",
     "queue_delay_ms",
 )
-#: columns of /v1/history?interface=NAME
-IFACE_COLUMNS = ("t", "rx_bytes_per_s", "tx_bytes_per_s")
+#: columns of /v1/history?interface=NAME ("carrier": "up" or "down", so that every change
+#: of it stays in the interface's history)
+IFACE_COLUMNS = ("t", "rx_bytes_per_s", "tx_bytes_per_s", "carrier")
 
 
-#: columns that hold short text (a link's state) rather than numbers
-TEXT_COLUMNS = frozenset({"state"})
+#: columns that hold short text (a link's state, an interface's carrier) rather than numbers
+TEXT_COLUMNS = frozenset({"state", "carrier"})
 
 _NAN = float("nan")
 

@@ -33,7 +33,7 @@ def _fill(db: HistoryDB, start: float, seconds: int, peak_at: float | None = Non
         t = start + i * step
         hot = peak_at is not None and peak_at <= t < peak_at + 3
         db.write(t, [_link_row(t, 0.97 if hot else 0.1, "saturated" if hot else "up"),
-                     ("iface", "eth0", IFACE_COLUMNS, (t, 10.0, 20.0))], [])
+                     ("iface", "eth0", IFACE_COLUMNS, (t, 10.0, 20.0, "up"))], [])
     return t
 
 
@@ -278,3 +278,18 @@ def test_the_page_cache_is_bounded_explicitly(tmp_path):
         finally:
             d.close()
     assert historyschema.CACHE_KIB <= 1024
+
+
+def test_an_interfaces_carrier_changes_stay_in_its_history(db):
+    """Issue 31 point 3: each change of an interface's carrier is in its history, and a
+    minute that had a drop says "down" in the month's view."""
+    for i in range(7200):
+        t = T0 + i
+        carrier = "down" if 1234 <= i < 1236 else "up"
+        db.write(t, [("iface", "eth0", IFACE_COLUMNS, (t, 10.0, 20.0, carrier))], [])
+    now = T0 + 7200 + 120
+    db.write(now, [], [])
+    raw = db.query("iface", "eth0", T0 + 1200, T0 + 1300, 2000, now)
+    assert raw["carrier"].count("down") == 2
+    month = db.query("iface", "eth0", now - 30 * DAY, now, 2000, now)
+    assert month["tier"] == "1m" and month["carrier"].count("down") == 1

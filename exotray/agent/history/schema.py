@@ -19,7 +19,7 @@ APP = "exotray-history"
 #: the columns kept per kind of series (the first is always "t")
 KINDS = {"link": LINK_COLUMNS, "iface": IFACE_COLUMNS}
 #: text columns stored as their rank here; a bucket keeps the highest (the worst state)
-RANKS = {"state": ("up", "saturated", "down")}
+RANKS = {"state": ("up", "saturated", "down"), "carrier": ("up", "down")}
 #: how long full resolution and the 10 s tier are kept (capped by the retention)
 RAW_KEEP_S = 6 * 3600.0
 TEN_S_KEEP_S = 48 * 3600.0

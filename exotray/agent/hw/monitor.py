@@ -190,9 +190,8 @@ class InterfaceMonitor:
     def record_history(self, t: float) -> None:
         for st in self.ifaces.values():
             if st.rate is not None and st.vanished_at is None:
-                st.history.append(
-                    (t, r(st.rate.rx_bytes_per_s, 1), r(st.rate.tx_bytes_per_s, 1))
-                )
+                st.history.append((t, r(st.rate.rx_bytes_per_s, 1),
+                                   r(st.rate.tx_bytes_per_s, 1), "up" if st.up else "down"))
 
     def _hardware_tick(self, now: float) -> None:
         try:
