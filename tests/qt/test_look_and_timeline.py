@@ -387,3 +387,21 @@ def test_palette_contrast(scheme):
                      "RTT_MEDIAN", "RTT_BASELINE", "RX", "TX", "CAPACITY", "SELECTION", "EXO"):
             assert theme.contrast(p[name], p["BACKGROUND"]) >= 3, name
 
+
+
+def test_the_timeline_says_a_cluster_getting_slower_in_words():
+    """Issue 31 point 5: each new event is a sentence in the timeline, not its type."""
+    from exotray.ui.window.timeline import KIND_COLORS, describe
+
+    base = {"peer_name": "studio-2", "local_label": "Thunderbolt Bridge", "link_id": "l1",
+            "local_interface": "bridge0"}
+    for kind, more in [("link_down", {"fallback_link_id": "l2", "fallback_label": "Wi-Fi"}),
+                       ("link_up", {}), ("link_slower", {"rtt_before_ms": 0.4,
+                                                         "rtt_now_ms": 30.4}),
+                       ("link_slower_cleared", {}), ("link_flapping", {"changes": 3}),
+                       ("link_flapping_cleared", {}),
+                       ("mtu_mismatch", {"mtu": 9000, "path_mtu": 1500}),
+                       ("mtu_mismatch_cleared", {"mtu": 9000})]:
+        what, details = describe({**base, "type": kind, **more}, "studio-1")
+        assert "_" not in what and "studio-2" in details, (kind, what, details)
+        assert kind in KIND_COLORS
