@@ -215,7 +215,8 @@ class Agent:
     def _stream_watch(self) -> Watch:
         """What the stream's producer asks before building this node's state."""
         return Watch(
-            links=lambda: self.links.values(), ifaces=lambda: views.iface_dicts(self.monitor),
+            links=lambda: self.links.values(),
+            ifaces=lambda: views.iface_dicts(self.monitor, self.links.values()),
             member=self.monitor.member, numbers=self.monitor.numbers,
             label=self.monitor.label,
             top=lambda: {"node": views.node_dict(self.node_id, self.settings.name),
@@ -229,18 +230,19 @@ class Agent:
     def link_dict(self, link: Link, now: float) -> dict[str, Any]:
         return views.link_dict(link, now, self.monitor, self.exo)
 
-    def snapshot(self) -> dict[str, Any]:
-        """This node's snapshot (/v1/snapshot). A pure read: liveness moves on the probe
-        tick only."""
+    def snapshot(self, local: bool = True) -> dict[str, Any]:
+        """This node's snapshot (/v1/snapshot; for a client not on loopback without the
+        exo node's details). A pure read: liveness moves on the probe tick only."""
         return views.snapshot(
             node_id=self.node_id, name=self.settings.name, interval=self.interval,
             now=self.clock(), last_sample=self.last_sample, monitor=self.monitor,
             links=self.links.values(), probe=self.probe, platform=self.platform,
-            paused=self.paused, shared_counters=self.sharing.counters, exo=self.exo)
+            paused=self.paused, shared_counters=self.sharing.counters, exo=self.exo,
+            local=local)
 
     def cluster(self, local: bool = True) -> dict[str, Any]:
         """Every node's snapshot with its age, our peer table and mDNS (/v1/cluster)."""
-        return views.cluster(node_id=self.node_id, own=self.snapshot(),
+        return views.cluster(node_id=self.node_id, own=self.snapshot(local),
                              authenticated=self.key is not None, peers=self.peers.values(),
                              now=self.clock(), local=local,
                              discovery=views.discovery(self.settings.mdns, self.discovery),

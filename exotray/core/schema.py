@@ -16,6 +16,7 @@ import unicodedata
 from typing import Annotated, Any, Literal
 
 import msgspec
+import msgspec.inspect
 import msgspec.structs
 from msgspec import Meta, Struct, field
 
@@ -340,15 +341,32 @@ def wire_names(model: type[Struct]) -> frozenset[str]:
     return frozenset(model.__struct_encode_fields__)
 
 
+def list_bounds(model: type[Struct]) -> dict[str, int]:
+    """Each list field of `model` (its JSON name) -> the most items peers take. What a
+    node sends must pass its peers' validation whatever it holds: its snapshot's lists
+    are cut to these (agent/share/views.py), from the same definitions."""
+    return {f.encode_name: f.type.max_length
+            for f in msgspec.inspect.type_info(model).fields  # type: ignore[attr-defined]
+            if isinstance(f.type, msgspec.inspect.ListType) and f.type.max_length is not None}
+
+
+#: each list of a snapshot by its place ("links.exo_instances") -> the most items peers take
+LIST_BOUNDS = {
+    **list_bounds(Snapshot),
+    **{f"links.{k}": n for k, n in list_bounds(Link).items()},
+    **{f"interfaces.{k}": n for k, n in list_bounds(Interface).items()},
+}
+
 #: a link's fields that stay in this node's own snapshot (local clients) and are not
 #: streamed to peers: one probe's RTT moves every interval and nothing shows a peer's
 #: (docs/design.md, "What a stream leaves out")
 LOCAL_LINK_FIELDS = frozenset({"rtt_last_ms"})
 
 #: what a node's own snapshot carries beyond the shared schema, for local clients (the
-#: tray app, `exotray status`, scripts); peers ignore them (unknown fields are ignored)
+#: tray app, `exotray status`, scripts); peers ignore them (unknown fields are ignored).
+#: `omitted`: what its lists left out to stay within `list_bounds` ({"links.exo_instances": 4})
 LOCAL_SNAPSHOT_FIELDS = frozenset({"proto", "kernel_timestamps", "paused", "warnings",
-                                   "counters", "exo"})
+                                   "counters", "exo", "omitted"})
 
 WIRE_FIELDS: dict[str, frozenset[str]] = {
     "node": wire_names(Node),

@@ -101,6 +101,13 @@ def _whoami(ex: dict) -> str:
             f"({ex.get('unidentified') or 'unknown'}): no link is marked")
 
 
+#: the places of a snapshot's lists (its `omitted`), in words
+_OMITTED = {"links.exo_instances": "exo instances of links",
+            "links.rdma_ports": "RDMA ports of links",
+            "interfaces.addresses": "addresses of interfaces",
+            "interfaces.members": "members of bridges"}
+
+
 _IGNORED = {
     "version_mismatch": "runs an exotray that speaks another protocol",
     "no_address": "announces no address on any of our subnets",
@@ -120,6 +127,9 @@ def diagnostics(cluster: dict) -> list[str]:
     notes: list[str] = []
     nodes = cluster.get("nodes") or [{}]
     notes += [w.rstrip(".") + "." for w in nodes[0].get("warnings") or []]
+    if omitted := nodes[0].get("omitted"):  # (what peers would refuse: views.py)
+        notes.append("this node's snapshot leaves out what its peers would refuse: " + ", ".join(
+            f"{n} {_OMITTED.get(k, k)}" for k, n in sorted(omitted.items())) + ".")
     disc = cluster.get("discovery") or {}
     if disc.get("mdns") is False:
         notes.append("mDNS is off (--no-mdns): only peers given with --peer are monitored.")

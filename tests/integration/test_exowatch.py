@@ -160,7 +160,7 @@ def test_exo_going_away_unmarks_and_logs_once(standin, caplog):
     # issue 33 point 6: nested past Python's limit (a RecursionError was a traceback a poll)
     (b'{"instances": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
      "JSON nested deeper than can be read"),
-    (b"[" * 200_000, "JSON nested deeper than can be read"),
+    (b"[" * 200_000, "a JSON list, not an object"),  # (refused at its first byte)
 ])
 def test_garbage_is_unreadable_with_one_log_line(standin, caplog, body, detail):
     caplog.set_level(logging.DEBUG)
@@ -260,6 +260,37 @@ def test_agents_read_exo_and_status_says_so(tmp_path, standin):
         assert "exo" not in c.log().replace("exotray", "")
     finally:
         for p in (a, b, c):
+            p.close()
+
+
+def test_twenty_instances_over_one_link_reach_the_peer_as_sixteen(tmp_path, standin):
+    """Issue 33 point 3: exo runs 20 instances over one link (the reader keeps up to 64);
+    peers take 16 a link. The peer dropped every stream frame ("links.exo_instances:
+    Expected `array` of length <= 16") and its copy of this node froze. The first 16
+    go out, and the snapshot and `exotray status` say 4 were left out."""
+    nodes = {NODE: {"name": "studio-1", "interfaces": [("lo", "127.0.0.1", "other")]},
+             PEER: {"name": "studio-2", "interfaces": [("lo", "127.0.0.1", "other")]}}
+    rings = {f"ring-{i:02d}": ex.ring_instance(f"ring-{i:02d}", ex.MODEL_8B, [
+        (NODE, "127.0.0.1"), (PEER, "127.0.0.1")]) for i in range(20)}
+    standin.say(state=ex.dumps(ex.state(rings, nodes)))
+    pa, pb = free_port(), free_port()
+    a = AgentProc(tmp_path, "studio-1", pa, [pb], "--exo-url", standin.url)
+    b = AgentProc(tmp_path, "studio-2", pb, [pa], "--exo-url", "")
+    try:
+        def seen() -> list[int]:
+            return [len(lk["exo_instances"]) for n in b.get("/v1/cluster")["nodes"][1:]
+                    for lk in n["links"]]
+
+        assert wait_for(lambda: seen() == [16], 15), (seen(), b.log())
+        assert "dropped" not in b.log()
+        snap = a.get("/v1/snapshot")
+        assert [i["id"] for i in snap["links"][0]["exo_instances"]] == sorted(rings)[:16]
+        assert snap["omitted"] == {"links.exo_instances": 4}
+        assert len(snap["exo"]["instances"]) == 20  # (this node's own view has them all)
+        assert ("note: this node's snapshot leaves out what its peers would refuse: "
+                "4 exo instances of links.") in status_text(pa)
+    finally:
+        for p in (a, b):
             p.close()
 
 

@@ -304,6 +304,8 @@ LIMIT_ROWS = {
     "FLAP_CHANGES": ("a peer's changes of state", "| more than {} within"),
     "FLAP_WINDOW_S": ("a peer's changes of state", " within {} s |"),
     "FLAP_HOLD_S": ("a peer's changes of state", " one of each per {} s"),
+    "MAX_EXO_READ_BYTES": ("the parts of exo's `/state` decoded", "| {} MiB |"),
+    "MAX_EXO_PEERS_PER_INSTANCE": ("ring neighbours (or RDMA devices) kept per exo", "| {} |"),
     "MAX_EVENTS_PER_PEER_PER_DAY": ("events of one peer (or of this node's own)", "| {} |"),
     "MAX_UNSTORED_EVENTS": ("events waiting for a history database", "| {} |"),
     "MAX_LAN_HISTORY_READS": ("history reads (`/v1/history`", "| {} |"),

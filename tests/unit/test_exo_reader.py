@@ -58,7 +58,6 @@ def test_ring_instance():
     assert ids(link_instances(st, "192.168.1.11", "en0")) == [
         ("1e5c6f0a", "mlx-community/Llama-3.3-70B-Instruct-4bit", "ring")]
     assert link_instances(st, "169.254.20.11", "bridge0") == []  # the Thunderbolt link
-    assert st.names == {A: "studio-1", B: "studio-2"}
     assert st.rdma_enabled is True and st.skipped == 0
 
 
@@ -92,7 +91,6 @@ def test_several_instances():
         ("1e5c6f0a", "mlx-community/Llama-3.3-70B-Instruct-4bit", "ring")]
     assert [i.backend for i in link_instances(st, "192.168.1.11", "en3")] == ["ring", "jaccl"]
     assert link_instances(st, "192.168.1.12", "en0") == []  # mini-3: no traffic of ours
-    assert st.names[C] == "mini-3"
 
 
 def test_no_instances_and_unknown_node():
@@ -169,7 +167,7 @@ def test_an_exo_of_another_version():
     assert ring.neighbours == ("169.254.20.11", "169.254.20.10")
     assert (ibv.backend, ibv.model, ibv.devices) == (
         "jaccl", "mlx-community/Qwen3-235B-A22B-4bit", ("rdma_en2",))
-    assert st.skipped == 0 and st.names == {}  # nodeProfiles is not nodeIdentities
+    assert st.skipped == 0
 
 
 def test_snake_case_and_untagged_and_ip_port_strings():
@@ -230,3 +228,36 @@ def test_rdma_port_and_short_model():
         "Llama-3.3-70B-Instruct-4bit"
     assert json.loads(json.dumps(exo.ExoInstance("a", "m", "ring").wire())) == {
         "id": "a", "model": "m", "backend": "ring"}
+
+
+def test_only_what_links_need_is_read_and_kept():
+    """Issue 33 point 4: a 13.9 MB /state (850k neighbour addresses, or 380k
+    nodeIdentities) cost 330 MiB and most of a core. Only the parts links need are
+    decoded (others are skipped in msgspec's parser), within MAX_EXO_READ_BYTES in all,
+    and an instance keeps at most MAX_EXO_PEERS_PER_INSTANCE neighbours or devices."""
+    from exotray.agent.base.limits import MAX_EXO_PEERS_PER_INSTANCE as MOST
+    from exotray.agent.base.limits import MAX_EXO_READ_BYTES
+
+    state = json.loads((FIX / "state_several.json").read_text())
+    state["nodeIdentities"].update({f"n{i}": {"friendlyName": "x"} for i in range(20_000)})
+    parts = decode_state(json.dumps(state).encode())
+    assert set(parts) == {"instances", "nodeNetwork", "nodeRdmaCtl"}
+    assert parse_state(parts, A).instances == load("state_several.json").instances
+    # a ring whose host list names 5000 addresses, an old one-list ring, a JACCL rank of
+    # 5000 devices: the first 16 of each are kept
+    ips = [f"10.1.{i // 250}.{1 + i % 250}" for i in range(5000)]
+    raw = {"instances": {
+        "r": {"MlxRingInstance": {"hostsByNode": {A: ["0.0.0.0:1", *ips, ips[0]]}}},
+        "o": {"MlxRingInstance": {"hosts": [f"{ip}:1" for ip in ips]}},
+        "j": {"MlxJacclInstance": {
+            "jacclDevices": [[f"rdma_en{i}" for i in range(5000)]],
+            "shardAssignments": {"nodeToRunner": {A: "x"},
+                                 "runnerToShard": {"x": {"deviceRank": 0}}}}}}}
+    ring, old, jaccl = parse_state(decode_state(json.dumps(raw).encode()), A).instances
+    assert ring.neighbours == tuple(ips[:MOST]) and old.neighbours == tuple(ips[:MOST])
+    assert jaccl.devices == tuple(f"rdma_en{i}" for i in range(MOST))
+    # over the bytes read: unreadable (said once by the poller), nothing decoded
+    state["instances"]["big"] = {"MlxRingInstance": {"hostsByNode": {A: ips * 30}}}
+    with pytest.raises(ExoUnreadable, match=r"^instances: \d+\.\d MB of JSON, over the "
+                                            rf"{MAX_EXO_READ_BYTES >> 20} MiB the agent reads"):
+        decode_state(json.dumps(state).encode())

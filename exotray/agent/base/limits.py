@@ -116,3 +116,12 @@ MAX_VIEWS_HELD = 4
 # -- files -------------------------------------------------------------------------------
 #: the --events file is rotated (to FILE.1, replacing an older one) beyond this size
 EVENTS_FILE_MAX_BYTES = 16 << 20
+
+# -- the local exo node (exo/state.py) -----------------------------------------------------
+# Whatever listens on exo's port answers the agent's poll: any local process can.
+#: of exo's /state (up to 16 MiB) the parts links need (instances, nodeNetwork,
+#: nodeRdmaCtl) are decoded, at most this much of them in all (as Python objects JSON
+#: takes up to ~25 times its size, for the moment of a poll); over it exo is "unreadable"
+MAX_EXO_READ_BYTES = 2 << 20
+#: ring neighbours (or RDMA devices) kept per exo instance: exo's ring sends to two
+MAX_EXO_PEERS_PER_INSTANCE = 16

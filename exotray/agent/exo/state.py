@@ -20,6 +20,13 @@ model card before `modelCard`), and snake_case keys (a `model_dump()` without al
 Unknown keys are ignored; an instance that cannot be read is skipped and counted; a
 document that is not a JSON object is `ExoUnreadable`.
 
+Only what links need is read, and kept within bounds (issue 33 point 4): of `/state`'s
+parts `decode_state` decodes the instances, `nodeNetwork` and `nodeRdmaCtl` (every other
+part, `nodeIdentities`, tasks, downloads, topology and model cards among them, is skipped
+in msgspec's C parser, unread: a 13.9 MB answer cost 330 MiB as Python objects), at most
+MAX_EXO_READ_BYTES of them in all (over it the answer is unreadable); an instance keeps
+at most MAX_EXO_PEERS_PER_INSTANCE ring neighbours or RDMA devices.
+
 Which node is this machine? exo's `/node_id` says. When it does not answer (an exo
 without it, an error), `identify_self` looks for this machine's own addresses in exo's
 state: in `nodeNetwork` (an address listed for one node only), else at a node's own slot
@@ -30,10 +37,13 @@ links this node does not use.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+import msgspec
+
+from exotray.agent.base.limits import MAX_EXO_PEERS_PER_INSTANCE, MAX_EXO_READ_BYTES
 
 #: exo's placeholders in a ring's host list: its own slot, and non-neighbours' slots
 RING_SELF = "0.0.0.0"
@@ -74,8 +84,6 @@ class ExoState:
     skipped: int = 0
     #: exo's own view of this node's RDMA (`nodeRdmaCtl`), None when it does not say
     rdma_enabled: bool | None = None
-    #: exo node id -> friendly name (`nodeIdentities`)
-    names: dict[str, str] = field(default_factory=dict)
     #: how `node_id` was known: "node_id" (exo's /node_id), "network" (this machine's
     #: address in nodeNetwork), "ring" (its address at its own ring slot); None: unknown
     identified_by: str | None = None
@@ -108,29 +116,86 @@ def _untag(v: Any, tags: Iterable[str] | None = None) -> tuple[str | None, Any]:
     return None, v
 
 
+class _NodeId(msgspec.Struct):
+    """`/node_id` as an object (tolerated): the id under any of its spellings."""
+
+    nodeId: str | None = None
+    node_id: str | None = None
+    id: str | None = None
+
+
+_NODE_ID = msgspec.json.Decoder(str | _NodeId)
+
+
 def parse_node_id(raw: bytes | str | Any) -> str | None:
-    """`GET /node_id`'s answer (a JSON string) -> the id, or None."""
-    if isinstance(raw, bytes | str):
+    """`GET /node_id`'s answer (a JSON string) -> the id, or None. Anything else is
+    refused at its first byte (a huge array is never built)."""
+    if isinstance(raw, bytes | bytearray | str):
         try:
-            raw = json.loads(raw)
-        except (ValueError, RecursionError):  # (not JSON; nested past Python's limit)
+            raw = _NODE_ID.decode(raw)
+        except (msgspec.MsgspecError, RecursionError):  # (not a string; nested too deep)
             return None
-    if isinstance(raw, dict):  # tolerate {"nodeId": "…"} / {"node_id": "…"}
+    if isinstance(raw, _NodeId):  # tolerate {"nodeId": "…"} / {"node_id": "…"}
+        raw = next((v for v in (raw.nodeId, raw.node_id, raw.id) if v is not None), None)
+    elif isinstance(raw, dict):
         raw = _get(raw, "nodeId", "node_id", "id")
     return _text(raw)
 
 
-def decode_state(raw: bytes) -> dict[str, Any]:
-    """The body of `GET /state` -> a dict, or ExoUnreadable."""
+_NOTHING = msgspec.Raw()
+
+
+class _Parts(msgspec.Struct):
+    """The parts of exo's State the reader uses, undecoded, under each spelling exo has
+    used; msgspec skips every other key without making an object of it."""
+
+    instances: msgspec.Raw = _NOTHING
+    nodeNetwork: msgspec.Raw = _NOTHING
+    node_network: msgspec.Raw = _NOTHING
+    nodeRdmaCtl: msgspec.Raw = _NOTHING
+    node_rdma_ctl: msgspec.Raw = _NOTHING
+
+
+_PARTS = msgspec.json.Decoder(_Parts)
+_JSON_TYPES = {"array": "list", "str": "str", "int": "int", "float": "float",
+               "bool": "bool", "null": "null"}
+
+
+def decode_state(raw: bytes | bytearray) -> dict[str, Any]:
+    """The body of `GET /state` -> the parts the reader uses (a dict with exo's keys),
+    or ExoUnreadable: not a JSON object, or those parts over MAX_EXO_READ_BYTES."""
     try:
-        obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
+        found = _PARTS.decode(raw)
+    except msgspec.ValidationError as e:  # JSON, but not an object
+        got = str(e).rpartition("got `")[2].partition("`")[0]
+        raise ExoUnreadable(f"a JSON {_JSON_TYPES.get(got, got)}, not an object") from None
+    except msgspec.DecodeError as e:
         raise ExoUnreadable(f"not JSON ({str(e)[:60]})") from None
     except RecursionError:
         raise ExoUnreadable("JSON nested deeper than can be read") from None
-    if not isinstance(obj, dict):
-        raise ExoUnreadable(f"a JSON {type(obj).__name__}, not an object")
-    return obj
+    parts = {k: v for k in _Parts.__struct_fields__ if len(v := getattr(found, k))}
+    if (size := sum(len(v) for v in parts.values())) > MAX_EXO_READ_BYTES:
+        big = max(parts, key=lambda k: len(parts[k]))
+        what = (f"{big}: {len(parts[big]) / 1e6:.1f} MB of JSON"
+                if len(parts[big]) > MAX_EXO_READ_BYTES
+                else f"{', '.join(parts)}: {size / 1e6:.1f} MB of JSON together")
+        raise ExoUnreadable(f"{what}, over the {MAX_EXO_READ_BYTES >> 20} MiB the agent reads")
+    try:
+        return {k: msgspec.json.decode(v) for k, v in parts.items()}
+    except msgspec.ValidationError as e:  # (a number too large for a double)
+        raise ExoUnreadable(f"not JSON exotray can read ({str(e)[:60]})") from None
+
+
+def _first(values: Iterable[str | None]) -> tuple[str, ...]:
+    """The first MAX_EXO_PEERS_PER_INSTANCE distinct values, None left out: what links
+    need of a ring's hosts or a rank's devices (exo's ring sends to two neighbours)."""
+    out: dict[str, None] = {}
+    for v in values:
+        if v and v not in out:
+            out[v] = None
+            if len(out) == MAX_EXO_PEERS_PER_INSTANCE:
+                break
+    return tuple(out)
 
 
 def _model(assign: Mapping[str, Any]) -> str:
@@ -194,7 +259,7 @@ def _ring(body: Mapping[str, Any], node_id: str | None,
                 return (), False
             hosts = [hosts[j] for j in ((me - 1) % len(hosts), (me + 1) % len(hosts))
                      if j != me]
-            return tuple(dict.fromkeys(ip for ip in map(_ip, hosts) if ip)), True
+            return _first(map(_ip, hosts)), True
         n2r = _get(_get(body, "shardAssignments", "shard_assignments") or {},
                    "nodeToRunner", "node_to_runner")
         mine = not isinstance(n2r, dict) or node_id in n2r
@@ -202,8 +267,7 @@ def _ring(body: Mapping[str, Any], node_id: str | None,
             return (), False
     if not isinstance(hosts, list):
         raise TypeError("ring hosts are not a list")
-    ips = (_ip(h) for h in hosts)
-    return tuple(dict.fromkeys(ip for ip in ips if ip)), mine
+    return _first(map(_ip, hosts)), mine
 
 
 def _jaccl(body: Mapping[str, Any], assign: Mapping[str, Any],
@@ -214,8 +278,7 @@ def _jaccl(body: Mapping[str, Any], assign: Mapping[str, Any],
     rank = _rank(assign, node_id)
     if rank is None or not 0 <= rank < len(matrix) or not isinstance(matrix[rank], list):
         return (), False
-    devs = (_text(d) for d in matrix[rank])
-    return tuple(dict.fromkeys(d for d in devs if d)), True
+    return _first(map(_text, matrix[rank])), True
 
 
 def _raw_ip(host: Any) -> str | None:
@@ -318,21 +381,13 @@ def parse_state(state: Mapping[str, Any], node_id: str | None,
         except (TypeError, AttributeError, ValueError):
             skipped += 1
     skipped += max(0, len(items) - MAX_INSTANCES)
-    names: dict[str, str] = {}
-    idents = _get(state, "nodeIdentities", "node_identities")
-    for nid, ident in (idents.items() if isinstance(idents, dict) else ()):
-        name = _text(_get(ident, "friendlyName", "friendly_name")) if isinstance(
-            ident, dict) else None
-        if name and name != "Unknown":
-            names[str(nid)[:MAX_TEXT]] = name
     rdma = None
     ctl = _get(state, "nodeRdmaCtl", "node_rdma_ctl")
     if isinstance(ctl, dict) and node_id in ctl:
         _, mine = _untag(ctl[node_id])
         enabled = mine.get("enabled") if isinstance(mine, dict) else None
         rdma = enabled if isinstance(enabled, bool) else None
-    return ExoState(node_id, tuple(instances), skipped, rdma, names, identified_by,
-                    unidentified)
+    return ExoState(node_id, tuple(instances), skipped, rdma, identified_by, unidentified)
 
 
 def rdma_port(device: str) -> str | None:

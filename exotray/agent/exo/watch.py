@@ -147,7 +147,7 @@ class ExoWatch:
                 self._set("ok", None, state)
         self._paths()
 
-    async def _fetch(self) -> tuple[bytes | None, bytes]:
+    async def _fetch(self) -> tuple[bytearray | None, bytearray]:
         if self._client is None:
             # trust_env=False: never a proxy from the environment for a loopback poll.
             # A client loads the CA bundle (tens of ms holding the GIL, which a thread does
@@ -157,14 +157,14 @@ class ExoWatch:
                 httpx.AsyncClient, timeout=EXO_TIMEOUT_S, trust_env=False,
                 verify=self.url.startswith("https://"))
         try:
-            node: bytes | None = await self._get("/node_id")
+            node: bytearray | None = await self._get("/node_id")
             self.node_id_error = None
         except exo.ExoUnreadable as e:  # an exo without /node_id, or failing it: /state
             node, self.node_id_error = None, str(e)  # still says a lot (exo.identify_self)
         state = await self._get("/state")
         return node, state
 
-    async def _get(self, path: str) -> bytes:
+    async def _get(self, path: str) -> bytearray:
         assert self._client is not None
         async with self._client.stream("GET", self.url + path) as resp:
             if resp.status_code != 200:
@@ -174,9 +174,9 @@ class ExoWatch:
                 body += chunk
                 if len(body) > MAX_STATE_BYTES:
                     raise exo.ExoUnreadable(f"{path} is over {MAX_STATE_BYTES >> 20} MiB")
-            return bytes(body)
+            return body  # (not copied: the readers take any buffer)
 
-    def _read(self, node_raw: bytes | None, state_raw: bytes,
+    def _read(self, node_raw: bytes | bytearray | None, state_raw: bytes | bytearray,
               local: list[str] | None = None) -> exo.ExoState:
         """In a worker thread: parse exo's answers; read RDMA counters and bridge members."""
         try:
@@ -296,7 +296,7 @@ class ExoWatch:
         if enabled is None and self.state is not None:
             enabled = self.state.rdma_enabled
         return enabled, [{"device": d, "state": (states.get(d) or "")[:64] or None}
-                         for d in list(devices)[:8]]
+                         for d in devices]  # (as many as peers take: share/views.py)
 
     def _paths(self) -> None:
         facts = []
@@ -311,10 +311,13 @@ class ExoWatch:
         for type_, fields in self.slow.update(facts):
             self.emit(type_, fields)
 
-    def status_dict(self) -> dict[str, Any] | None:
-        """The local-only `exo` field of our snapshot (None when off)."""
+    def status_dict(self, local: bool = True) -> dict[str, Any] | None:
+        """The `exo` field of our snapshot (None when off): for a client not on loopback
+        (`local` False) only the status, never exo's url, ids, addresses or devices."""
         if not self.enabled:
             return None
+        if not local:
+            return {"status": self.status}
         s = self.state
         return {
             "url": self.url,

@@ -29,7 +29,9 @@ async def index(request: Request) -> JSONResponse:
 
 async def snapshot(request: Request) -> JSONResponse:
     agent = services(request)
-    resp = JSONResponse(agent.snapshot())
+    # a client on the LAN does not get the local exo node's details (issue 33 point 4)
+    resp = JSONResponse(agent.snapshot(
+        control.is_loopback(request.client.host if request.client else None)))
     if agent.key is not None:  # peers with the cluster key check this signature
         resp.headers[SIGNATURE_HEADER] = sign(agent.key, resp.body)
     return resp

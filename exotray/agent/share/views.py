@@ -1,7 +1,9 @@
 """Pure views: this node's snapshot, the cluster view and history, built from the parts'
 current state. Reading changes nothing: no liveness update, no event, no I/O (liveness
 moves on the probe tick only). The wire names come from core/schema.py (`on_wire`), the
-same definitions peers parse with.
+same definitions peers parse with, and so do the bounds of its lists (`list_bounds`):
+whatever this node holds (20 exo instances over a link, 300 container interfaces), what
+it sends passes its peers' validation, and its `omitted` says what was left out.
 """
 
 from __future__ import annotations
@@ -10,12 +12,14 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from exotray import PROTO, __version__
 from exotray.agent.base import limits as L
 from exotray.agent.hw.monitor import IfaceState, InterfaceMonitor
 from exotray.agent.peers.links import Link, queue_reading
 from exotray.agent.peers.table import Peer
-from exotray.core import health
+from exotray.core import health, schema
 from exotray.core.events import iso
 from exotray.core.schema import SCHEMA_VERSION, dump, on_wire, r
 
@@ -25,13 +29,36 @@ if TYPE_CHECKING:
     from exotray.agent.probe.udp import ProbeSocket
 
 
-#: members listed per interface (a Docker or libvirt bridge has one per container; the
-#: schema takes 32)
-MAX_MEMBERS = 32
+#: the most items each list takes, by its place in a snapshot ("links.exo_instances")
+BOUNDS = schema.LIST_BOUNDS
+
+
+#: this node's snapshot is kept this far under the size peers take: a stream's full frame
+#: also names each link's interface (`rates_of`), and a poller gets the local fields
+FIT_BYTES = schema.MAX_SNAPSHOT_BYTES * 15 // 16
+
+
+def within(where: str, items: list, omitted: dict[str, int] | None) -> list:
+    """`items` cut to what peers take at `where`; what was cut counted in `omitted`."""
+    most = BOUNDS[where]
+    if len(items) <= most:
+        return items
+    if omitted is not None:
+        omitted[where] = omitted.get(where, 0) + len(items) - most
+    return items[:most]
+
+
+def _cut(kind: str, record: dict[str, Any], omitted: dict[str, int] | None) -> dict[str, Any]:
+    for where in BOUNDS:
+        if where.startswith(kind):
+            name = where.partition(".")[2]
+            record[name] = within(where, record[name], omitted)
+    return record
 
 
 def link_dict(link: Link, now: float, monitor: InterfaceMonitor,
-              exo: ExoWatch | None = None) -> dict[str, Any]:
+              exo: ExoWatch | None = None,
+              omitted: dict[str, int] | None = None) -> dict[str, Any]:
     s = link.rtt.summary(now)
     q = queue_reading(link, now)
     # the same numbers the detector and the history take (RDMA included where counted)
@@ -42,7 +69,7 @@ def link_dict(link: Link, now: float, monitor: InterfaceMonitor,
         exo.rdma_state(link.local_interface, insts, rdma,
                        monitor.carrier(link.local_interface, link.target[0]))
         if exo else (None, []))
-    return on_wire("link", {
+    return _cut("links.", on_wire("link", {
         "id": link.id,
         "peer_id": link.peer.id,
         "peer_name": link.peer.name,
@@ -72,14 +99,15 @@ def link_dict(link: Link, now: float, monitor: InterfaceMonitor,
         "rdma_ports": rdma_ports,
         "path_mtu": link.mtu.path_mtu,
         "mtu_ok": link.mtu.ok,
-    })
+    }), omitted)
 
 
-def iface_dict(st: IfaceState, monitor: InterfaceMonitor) -> dict[str, Any]:
+def iface_dict(st: IfaceState, monitor: InterfaceMonitor,
+               omitted: dict[str, int] | None = None) -> dict[str, Any]:
     measured = monitor.measurement(st.name)
     speed, top = monitor.speed_of(st.name)
     hw = monitor.hardware.get(st.name)
-    return on_wire("interface", {
+    return _cut("interfaces.", on_wire("interface", {
         "name": st.name,
         "kind": st.kind,
         "label": st.label,
@@ -92,15 +120,22 @@ def iface_dict(st: IfaceState, monitor: InterfaceMonitor) -> dict[str, Any]:
         "capacity_measured_at": iso(measured.at) if measured is not None else None,
         "speed_mbit": speed,
         "max_speed_mbit": top,
-        "members": list(hw.members)[:MAX_MEMBERS] if hw else [],
-    })
+        "members": list(hw.members) if hw else [],
+    }), omitted)
 
 
-def iface_dicts(monitor: InterfaceMonitor) -> list[dict[str, Any]]:
-    """This node's interfaces as its snapshot lists them (the vanished left out)."""
-    return [iface_dict(st, monitor)
-            for st in sorted(monitor.ifaces.values(), key=lambda s: s.name)
-            if st.vanished_at is None]
+def iface_dicts(monitor: InterfaceMonitor, links: Iterable[Link] = (),
+                omitted: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """This node's interfaces as its snapshot lists them (the vanished left out), by
+    name. Beyond what peers take, those that carry `links` are kept first, then all
+    but the virtual ones (a container host's veths), by name."""
+    live = [st for st in monitor.ifaces.values() if st.vanished_at is None]
+    if len(live) > BOUNDS["interfaces"]:
+        carriers = {n for lk in links for n in (
+            lk.local_interface, monitor.member(lk.local_interface, lk.target[0]))}
+        live.sort(key=lambda s: (s.name not in carriers, s.kind == "virtual", s.name))
+        live = within("interfaces", live, omitted)
+    return [iface_dict(st, monitor, omitted) for st in sorted(live, key=lambda s: s.name)]
 
 
 def node_dict(node_id: str, name: str) -> dict[str, Any]:
@@ -110,8 +145,12 @@ def node_dict(node_id: str, name: str) -> dict[str, Any]:
 def snapshot(*, node_id: str, name: str, interval: float, now: float,
              last_sample: float | None, monitor: InterfaceMonitor, links: Iterable[Link],
              probe: ProbeSocket | None, platform: str, paused: bool,
-             shared_counters: dict[str, int], exo: ExoWatch | None = None) -> dict[str, Any]:
+             shared_counters: dict[str, int], exo: ExoWatch | None = None,
+             local: bool = True) -> dict[str, Any]:
+    """This node's snapshot; for a client that is not `local` (not on loopback) the exo
+    node's details are left out (its links' marks are all a LAN client gets of exo)."""
     links = list(links)
+    omitted: dict[str, int] = {}
     counters = dict(shared_counters)
     if probe is not None:
         counters.update(probe.counters)
@@ -125,22 +164,51 @@ def snapshot(*, node_id: str, name: str, interval: float, now: float,
     if probe is not None and health.local_network_denied(
             platform, probe.hostunreach_streak, len(links)):
         warnings.append(health.LOCAL_NETWORK_DENIED)
-    return on_wire("snapshot", {
+    return fit(on_wire("snapshot", {
         "schema": SCHEMA_VERSION,
         "node": node_dict(node_id, name),
         "proto": PROTO,
         "interval_s": interval,
         "data_age_s": round(now - last_sample, 3) if last_sample else 0.0,
-        "interfaces": iface_dicts(monitor),
-        "links": [link_dict(lk, now, monitor, exo) for lk in links],
+        "interfaces": iface_dicts(monitor, links, omitted),
+        "links": [link_dict(lk, now, monitor, exo, omitted)
+                  for lk in within("links", links, omitted)],
         "kernel_timestamps": bool(probe and probe.kernel_timestamps),
         "paused": paused,
         # conditions of this node the user must fix, in words (local clients show them)
         "warnings": warnings,
         "counters": counters,
         # the local exo node as this agent reads it (None: --exo-url "")
-        "exo": exo.status_dict() if exo else None,
-    })
+        "exo": exo.status_dict(local) if exo else None,
+        # what the lists above left out to stay within what peers take, by place
+        "omitted": omitted,
+    }))
+
+
+def fit(snap: dict[str, Any]) -> dict[str, Any]:
+    """`snap` within FIT_BYTES of JSON, as peers take it: lists at their bounds together
+    are more (1024 links, 256 interfaces of 64 IPv6 addresses). Beyond it records are
+    left out (counted in its `omitted`): interfaces that carry no link, virtual ones
+    first, then down links, then the last links, then the other interfaces."""
+    over = len(msgspec.json.encode(snap)) - FIT_BYTES
+    if over <= 0:
+        return snap
+    links, ifaces, omitted = snap["links"], snap["interfaces"], snap["omitted"]
+    used = {lk[k] for lk in links for k in ("local_interface", "member_interface")}
+    order = ([("interfaces", i) for i in sorted(ifaces[::-1], key=lambda i: i["kind"] != "virtual")
+              if i["name"] not in used]
+             + [("links", lk) for lk in sorted(links[::-1], key=lambda lk: lk["state"] != "down")]
+             + [("interfaces", i) for i in ifaces[::-1] if i["name"] in used])
+    gone: set[int] = set()
+    for where, record in order:
+        if over <= 0:
+            break
+        gone.add(id(record))
+        over -= len(msgspec.json.encode(record)) + 1
+        omitted[where] = omitted.get(where, 0) + 1
+    snap["links"] = [lk for lk in links if id(lk) not in gone]
+    snap["interfaces"] = [i for i in ifaces if id(i) not in gone]
+    return snap
 
 
 def cluster(*, node_id: str, own: dict[str, Any], authenticated: bool,
