@@ -176,6 +176,8 @@ class Ticker:
                     rate = (None if n.rate is None
                             else max(n.rate.rx_bytes_per_s, n.rate.tx_bytes_per_s))
                     self.link_events.tick(link, now, rate, n.utilization)
+            if self.link_events is not None:
+                self.link_events.prune(now, links)
             self.store.collect(t, links, self.monitor.ifaces)
             self.monitor.watch(self._carriers(links))
         self.last_sample = now

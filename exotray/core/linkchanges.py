@@ -96,8 +96,9 @@ class SlowerWatch:
     slower: bool = False
     #: since when the readings that count have been risen (or, while slower, back)
     since: float | None = None
-    #: the last reading that counted: the RTT the event names
+    #: the last reading that counted: the RTT the event names, and when it came
     now_ms: float | None = None
+    counted_at: float | None = None
 
     def risen(self, rtt_ms: float) -> bool:
         u = self.usual_ms
@@ -112,7 +113,9 @@ class SlowerWatch:
         p = self.params
         if rtt_ms is None or not counts:
             return None  # (a busy link, or no replies: nothing learnt, nothing undone)
-        self.now_ms = rtt_ms
+        if self.counted_at is not None and now - self.counted_at > p.slower_hold_s:
+            self.since = None  # (a hold spans readings, not a long gap between two)
+        self.now_ms, self.counted_at = rtt_ms, now
         if not self.slower:
             if not self.risen(rtt_ms):
                 self.since = None

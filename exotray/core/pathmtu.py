@@ -13,7 +13,9 @@ wire is agent/probe/mtu.py); `MtuWatch` decides what to send and what the answer
    (the caller counts a result only while the link is up), `mtu_ok` is false and the
    standard FALLBACK (1500) is tried, when below the MTU, for `path_mtu`;
 3. checked again every RECHECK_S once known, every RETRY_S while not, and from step 1
-   as soon as the link's interface or its MTU changes.
+   as soon as the link's interface or its MTU changes. A check is the MTU-sized probe,
+   its tries TRY_GAP_S apart while unanswered, and the fallback's: at most one check a
+   minute per link.
 
 At rest this is one MTU-sized datagram per link every RECHECK_S: 9000 bytes every 30
 minutes, 5 bytes a second. Pure: times are passed in.
@@ -23,8 +25,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: bytes of the probe that asks whether the peer answers padded probes at all
-SMALL = 256
+#: the frame that asks whether the peer answers padded probes at all: 28 bytes of
+#: headers and 57 of payload, what an older agent reads of a datagram (a probe and its
+#: tag, and one byte more), so that it sees no truncated datagram (it would take it for
+#: a crowded socket) but a malformed one, dropped without a word
+SMALL = 85
 #: the frame size tried when the interface's MTU does not pass (Ethernet's standard)
 FALLBACK = 1500
 TRIES = 3
@@ -54,6 +59,8 @@ class MtuWatch:
     next_at: float = 0.0
     #: a probe of this size is out
     waiting: int | None = None
+    #: an mtu_mismatch was said and not cleared
+    said_mismatch: bool = False
 
     def due(self, now: float, interface: str | None, mtu: int | None) -> int | None:
         """The size of the probe to send now, if one is due (it is then awaited)."""
@@ -63,17 +70,17 @@ class MtuWatch:
         if (interface, mtu) != (self.interface, self.mtu):
             self.interface, self.mtu = interface, mtu
             self.step, self.tries, self.next_at, self.waiting = "small", 0, now, None
-            self.path_mtu, was = None, self.ok
-            self.ok = None if was is not False else False  # (a mismatch stays until seen)
+            self.path_mtu = self.ok = None  # (a mismatch said stays said until it passes)
         if self.waiting is not None or now < self.next_at:
             return None
         self.waiting = {"small": SMALL, "full": mtu, "fallback": FALLBACK}[self.step]
         return self.waiting
 
     def lost(self) -> None:
-        """The probe out was not sent or not counted (the link was down): send it again
-        at the next chance, as if never sent."""
+        """The probe out was not sent or does not count (the link's small probes were not
+        answered either): the tries start again at the next chance."""
         self.waiting = None
+        self.tries = 0
 
     def result(self, now: float, size: int, answered: bool) -> str | None:
         """The answer (or its absence) to the probe of `size`; MISMATCH when the MTU is
@@ -89,9 +96,12 @@ class MtuWatch:
             return None
         if self.step == "full":
             if answered:
-                was, self.ok, self.path_mtu = self.ok, True, self.mtu
+                self.ok, self.path_mtu = True, self.mtu
                 self.tries, self.next_at = 0, now + RECHECK_S
-                return CLEARED if was is False else None
+                if self.said_mismatch:
+                    self.said_mismatch = False
+                    return CLEARED
+                return None
             self.tries += 1
             if self.tries < TRIES:
                 self.next_at = now + TRY_GAP_S
@@ -104,6 +114,9 @@ class MtuWatch:
         return self._mismatch(now, FALLBACK if answered else None)
 
     def _mismatch(self, now: float, reaches: int | None) -> str | None:
-        was, self.ok, self.path_mtu = self.ok, False, reaches
+        self.ok, self.path_mtu = False, reaches
         self.step, self.tries, self.next_at = "full", 0, now + RETRY_S
-        return MISMATCH if was is not False else None
+        if self.said_mismatch:
+            return None
+        self.said_mismatch = True
+        return MISMATCH

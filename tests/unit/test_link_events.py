@@ -165,3 +165,45 @@ def test_a_link_dropped_with_its_interface_is_down_and_its_return_is_up():
     c.run(2)
     assert c.kinds() == ["link_down", "link_up"] and c.events[1][1]["link_id"] == tb_id
     assert c.peer_events == [True]
+
+
+def test_a_peer_saying_goodbye_is_peer_down_alone_and_its_return_peer_up_alone():
+    c = Cluster()
+    c.run(5)
+    (peer,) = c.table.peers.values()
+    c.table.remove(peer, "goodbye")
+    assert c.kinds() == [] and c.peer_events == [True, False]
+    c.table.mdns_found(PeerRecord("b._exotray._tcp.local.", "bbbbbbbbbbbb", "studio-2",
+                                  "0.1.0", 1, 52480, ("10.213.1.2", "10.213.2.2")))
+    c.tb, c.wifi = c.table.links.values()
+    c.named = {"tb": c.tb, "wifi": c.wifi}
+    c.run(3)
+    assert c.kinds() == [] and c.peer_events == [True, False, True]
+
+
+def test_a_link_that_stops_flapping_down_is_told_so_and_its_return_is_link_up():
+    c = Cluster()
+    c.run(5)
+    for _ in range(3):
+        c.answering["tb"] = False
+        c.run(4)
+        c.answering["tb"] = True
+        c.run(4)
+    c.answering["tb"] = False  # it flaps, then dies
+    c.run(ChangeParams().flap_quiet_s + 5)
+    cleared = c.events[-1]
+    assert cleared[0] == "link_flapping_cleared" and cleared[1]["state"] == "down"
+    c.answering["tb"] = True
+    c.run(3)
+    assert c.kinds()[-1] == "link_up"
+
+
+def test_what_was_told_of_a_link_gone_for_good_is_forgotten():
+    c = Cluster()
+    c.run(5)
+    rec = lambda *addrs: PeerRecord("b._exotray._tcp.local.", "bbbbbbbbbbbb",  # noqa: E731
+                                    "studio-2", "0.1.0", 1, 52480, addrs)
+    c.table.mdns_found(rec("10.213.9.9", "10.213.2.2"))  # the Thunderbolt address changed
+    assert c.kinds() == ["link_down"] and len(c.ev.said_down) == 1
+    c.ev.prune(c.clock.t + 3601, c.table.links.values())
+    assert c.ev.said_down == {}

@@ -65,3 +65,24 @@ def test_a_carrier_that_flaps_is_one_event_of_the_interface_and_counted_an_hour(
     assert "bridge0: went down or up 8 times in the last hour" in interface_lines(report)
     m.update({"bridge0": BR}, t + 601)
     assert [k for k, _ in said] == ["link_flapping", "link_flapping_cleared"]
+
+
+def test_an_adapter_unplugged_and_plugged_again_is_a_carrier_change():
+    """Linux's Thunderbolt network device and USB NICs vanish when unplugged: each
+    unplug is a down of the interface's carrier and each return an up."""
+    from exotray.agent.hw.hardware import Hardware
+    from exotray.agent.hw.read import NoReader
+
+    said: list[str] = []
+    m = InterfaceMonitor(Settings(), InterfaceClassifier(platform="linux",
+                                                         sysfs_root="/nonexistent"), 1.0,
+                         Hardware(NoReader(), lambda kind, **f: said.append(kind)))
+    t = 0.0
+    m.update({"bridge0": BR}, t)
+    for _ in range(3):
+        t += 20
+        m.update({}, t)
+        t += 20
+        m.update({"bridge0": BR}, t)
+    assert said == ["link_flapping"]
+    assert m.carrier_changes(m.ifaces["bridge0"]) == 6

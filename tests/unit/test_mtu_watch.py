@@ -64,3 +64,29 @@ def test_a_request_is_padded_to_the_frame_and_reads_back_from_its_head():
     assert len(data) == 9000 - wire.HEADERS and wire.is_mtu(data)
     p = decode(unseal(key, data[:PROBE_LEN + TAG_LEN]))
     assert (p.type, p.seq, p.t1) == (MTU_REQUEST, 7, 123)
+
+
+def test_tries_that_did_not_count_start_again():
+    w = P.MtuWatch()
+    _answer(w, 0.0, 9000)
+    now = P.RECHECK_S + 1
+    for _ in range(2):
+        assert w.result(now, w.due(now, "en0", 9000), False) is None
+        now += P.TRY_GAP_S
+    w.due(now, "en0", 9000)
+    w.lost()  # the link lost everything meanwhile: that try says nothing
+    now += P.TRY_GAP_S
+    assert w.result(now, w.due(now, "en0", 9000), False) is None  # one, not three
+    assert w.ok is True
+
+
+def test_a_mismatch_said_is_cleared_once_it_passes_even_after_the_mtu_changed():
+    w = P.MtuWatch()
+    _answer(w, 0.0, 1500)
+    assert w.said_mismatch
+    assert w.due(100.0, "en0", 9216) == P.SMALL  # a new MTU: unknown, not "false"
+    assert (w.ok, w.path_mtu) == (None, None)
+    assert w.result(100.0, P.SMALL, True) is None
+    assert w.due(101.0, "en0", 9216) == 9216
+    assert w.result(101.0, 9216, True) == P.CLEARED
+    assert (w.ok, w.path_mtu, w.said_mismatch) == (True, 9216, False)

@@ -164,3 +164,14 @@ def test_an_interface_that_flaps_is_a_cable_named_by_its_port():
         "Cable flapping: studio-1",
         "Thunderbolt 5 (en2) lost its carrier and got it back 3 times in 10 minutes: check "
         "the cable and its ports")
+
+
+def test_a_flapping_clear_says_whose_and_whether_it_ended_down():
+    cable = {"type": "link_flapping_cleared", "link_id": None, "interface": "en2",
+             "local_label": "Thunderbolt 5", "quiet_s": 600, "state": "up"}
+    assert notification(cable, "studio-1") == (
+        "Cable steady again: studio-1", "Thunderbolt 5 (en2): no drop for 10 minutes")
+    link = {**cable, "link_id": "l1", "peer_name": "studio-2", "state": "down"}
+    assert notification(link, "studio-1") == (
+        "Link steady again: studio-1 ⇄ studio-2",
+        "Thunderbolt 5 to studio-2: no change for 10 minutes; it is down")

@@ -153,6 +153,9 @@ class InterfaceMonitor:
                 if st.vanished_at is None:
                     st.vanished_at = now
                     st.rate = None
+                    if st.up:  # (a Thunderbolt or USB adapter unplugged: its carrier gone)
+                        self._carrier_changed(st, False, st.label, now)
+                        st.up = False
                 elif now - st.vanished_at > VANISHED_FORGET_S:
                     del self.ifaces[name]
         return addresses_changed

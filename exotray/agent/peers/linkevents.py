@@ -33,6 +33,8 @@ from exotray.core.schema import r
 IDLE_UTILIZATION = 0.25
 #: the rate at or above which a link's RTT may be its own traffic's (the queue's bound)
 CARRYING_BYTES_PER_S = 125_000.0
+#: a link told down and not made again within this long is forgotten (its link_up too)
+SAID_DOWN_KEEP_S = 3600.0
 #: links whose ups and downs are remembered (the table's 128 peers x 8 links, and as
 #: many dropped ones); beyond it those quiet the longest are forgotten
 MAX_WATCHED = 2048
@@ -45,9 +47,11 @@ class LinkEvents:
         self.wall = wall
         self.label = label
         self.node = node
-        #: link ids a link_down was told of (their link_up is told when they answer)
-        self.said_down: set[str] = set()
+        #: link ids a link_down was told of, and when (their link_up is told when they
+        #: answer; one not made again within SAID_DOWN_KEEP_S is forgotten)
+        self.said_down: dict[str, float] = {}
         self.flaps: dict[str, FlapWatch] = {}
+        self._pruned = -1e18
 
     def _tell(self, kind: str, link: Link, now: float, **more: Any) -> None:
         self.emit(kind, self.wall(now), link_id=link.id, peer_id=link.peer.id,
@@ -63,31 +67,36 @@ class LinkEvents:
             f = self.flaps[link_id] = FlapWatch()
         return f
 
-    def changed(self, link: Link, now: float, peer_up: bool, siblings: Iterable[Link]) -> None:
+    def changed(self, link: Link, now: float, peer_up: bool,
+                siblings: Iterable[Link] | None) -> None:
         """`link` went up or down (`link.up`) at `now`; `peer_up`: whether its peer is
-        still (or now) up; `siblings`: the peer's other links."""
+        still (or now) up; `siblings`: the peer's other links (None: the link went with
+        its peer, a goodbye: its peer_down tells it, and it is no flap)."""
+        if siblings is None:
+            self.said_down.pop(link.id, None)
+            return
         siblings = [s for s in siblings if s is not link]
         flaps = self.flaps_of(link.id)
         if flaps.change(now, link.up):
             self._tell("link_flapping", link, now, changes=flaps.cycles(now),
                        window_s=flaps.params.flap_window_s)
         if not peer_up:  # peer_down tells it, for each of its links
-            self.said_down.difference_update(lk.id for lk in (link, *siblings))
+            for lk in (link, *siblings):
+                self.said_down.pop(lk.id, None)
             return
         if flaps.flapping:
             return
         if not link.up:
             up = [s for s in siblings if s.up]
             fallback = min(up, key=lambda s: _median(s, now) or 1e9) if up else None
-            self.said_down.add(link.id)
+            self.said_down[link.id] = now
             self._tell("link_down", link, now, rtt_before_ms=r(_median(link, now)),
                        fallback_link_id=fallback.id if fallback else None,
                        fallback_interface=fallback.local_interface if fallback else None,
                        fallback_label=self.label(fallback.local_interface) if fallback
                        else None,
                        rtt_now_ms=r(_median(fallback, now)) if fallback else None)
-        elif link.id in self.said_down:
-            self.said_down.discard(link.id)
+        elif self.said_down.pop(link.id, None) is not None:
             self._tell("link_up", link, now, rtt_ms=r(_median(link, now)))
 
     def tick(self, link: Link, now: float, rate: float | None, util: float | None) -> None:
@@ -96,8 +105,11 @@ class LinkEvents:
         if flaps is not None and flaps.quiet(now):
             self._tell("link_flapping_cleared", link, now, state="up" if link.up else "down",
                        quiet_s=flaps.params.flap_quiet_s)
-            self.said_down.discard(link.id)
+            self.said_down.pop(link.id, None)
+            if not link.up and getattr(link.peer, "was_up", False):
+                self.said_down[link.id] = now  # it stopped flapping down: its return is told
         if not link.up:
+            link.slower.since = None
             return
         counts = (rate is not None and rate < CARRYING_BYTES_PER_S) or (
             util is not None and util < IDLE_UTILIZATION)
@@ -116,10 +128,33 @@ class LinkEvents:
         self._tell("mtu_mismatch" if said == MISMATCH else "mtu_mismatch_cleared", link, now,
                    mtu=link.mtu.mtu, path_mtu=link.mtu.path_mtu)
 
+    def prune(self, now: float, links: Iterable[Link]) -> None:
+        """Forget what was told of links gone from the table and not made again for
+        SAID_DOWN_KEEP_S (a peer's old address): the set stays as small as the links that
+        go and may come back. Looks once a minute."""
+        if now - self._pruned < 60.0 or not self.said_down:
+            return
+        self._pruned = now
+        live = {lk.id for lk in links}
+        for k in [k for k, at in self.said_down.items()
+                  if k not in live and now - at > SAID_DOWN_KEEP_S]:
+            del self.said_down[k]
+
     def changes_within(self, link_id: str, now: float, span_s: float = 3600.0) -> int:
         """A link's downs and ups within the last `span_s` (the last hour's)."""
         f = self.flaps.get(link_id)
         return 0 if f is None else f.count(now, span_s)
+
+
+def by_peer(moved: list[Link], links: Iterable[Link]) -> dict[int, list[Link]]:
+    """The links of each peer of the `moved` links (one pass over the table's links,
+    however many went down together)."""
+    of: dict[int, list[Link]] = {id(lk.peer): [] for lk in moved}
+    if of:
+        for lk in links:
+            if id(lk.peer) in of:
+                of[id(lk.peer)].append(lk)
+    return of
 
 
 def _median(link: Link | None, now: float) -> float | None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from exotray.agent.base import limits as L
 from exotray.agent.base.throttle import Throttled
 from exotray.agent.peers.flaps import Flaps
+from exotray.agent.peers.linkevents import by_peer
 
 if TYPE_CHECKING:
     from exotray.agent.peers.discovery import PeerRecord
@@ -91,8 +92,9 @@ class PeerTable:
         on_peer_event: Callable[[Peer, bool, str], None] = _ignore,
         # a hold begins (peers/flaps.py); a link's own flapping is linkevents.py's
         on_peer_flapping: Callable[[Peer], None] = _ignore,
-        # a link went up or down: (link, now, its peer up, the peer's links)
-        on_link_change: Callable[[Link, float, bool, list[Link]], None] = _ignore,
+        # a link went up or down: (link, now, its peer up, the peer's links; None: gone
+        # with its peer)
+        on_link_change: Callable[[Link, float, bool, list[Link] | None], None] = _ignore,
     ) -> None:
         self.clock = clock
         self.make_link = make_link
@@ -126,10 +128,7 @@ class PeerTable:
         return peer
 
     def by_id(self, peer_id: str) -> Peer | None:
-        for p in self.peers.values():
-            if p.id == peer_id:
-                return p
-        return None
+        return next((p for p in self.peers.values() if p.id == peer_id), None)
 
     def set_targets(self, peer: Peer) -> None:
         """Recompute a peer's address list and create/remove its links to match."""
@@ -149,19 +148,21 @@ class PeerTable:
                 self.on_link_added(link)
             link.peer = peer
 
-    def _drop_link(self, target: Target) -> None:
+    def _drop_link(self, target: Target, leaving: bool = False) -> None:
+        """Drop a link: its interface went (a pulled cable takes its subnet), told as a
+        change; or its peer leaves (`leaving`: its peer_down alone tells it)."""
         link = self.links.pop(target, None)
         if link is None:
             return
         self.on_link_dropped(target)
-        if link.up:  # (its interface went: a cable pulled takes its subnet with it)
+        others = None if leaving else [lk for lk in self.links.values() if lk.peer is link.peer]
+        if link.up or leaving:
             link.up = False
-            others = [lk for lk in self.links.values() if lk.peer is link.peer]
-            self.on_link_change(link, self.clock(), any(lk.up for lk in others), others)
+            self.on_link_change(link, self.clock(), any(lk.up for lk in others or ()), others)
 
     def remove(self, peer: Peer, why: str) -> None:
         for t in peer.addresses:
-            self._drop_link(t)
+            self._drop_link(t, leaving=True)
         peer.addresses = []
         self.peers.pop(peer.key, None)
         if peer.up_unsaid_since is not None:  # an up not said: its down is not either
@@ -335,9 +336,9 @@ class PeerTable:
                 link.path.recheck()  # an ambiguous on-link peer may now be elsewhere
             if link.up != was_up:
                 moved.append(link)
-        for link in moved:  # (link_down, link_up, link_flapping: peers/linkevents.py)
-            self.on_link_change(link, now, id(link.peer) in up_peers,
-                                [lk for lk in self.links.values() if lk.peer is link.peer])
+        of = by_peer(moved, self.links.values())  # (link_down...: peers/linkevents.py)
+        for link in moved:
+            self.on_link_change(link, now, id(link.peer) in up_peers, of[id(link.peer)])
         for peer in list(self.peers.values()):
             is_up = id(peer) in up_peers
             peer.ever_up = peer.ever_up or is_up

@@ -72,10 +72,12 @@ def dont_fragment(sock: socket.socket, platform: str = sys.platform) -> bool:
 
 class MtuProbes:
     """The MTU requests of one ProbeSocket: sent, answered, reflected, expired.
-    `on_result(target, size, answered)` for each of ours."""
+    `on_result(target, size, answered, sent_at)` for each of ours (`sent_at` on the
+    socket's clock)."""
 
     def __init__(self, owner: Any,  # (the probe/udp.py ProbeSocket it is part of)
-                 on_result: Callable[[Target, int, bool], None] | None = None) -> None:
+                 on_result: Callable[[Target, int, bool, float], None] | None = None,
+                 ) -> None:
         self.owner = owner
         self.on_result = on_result or (lambda *_: None)
         self.pending: OrderedDict[int, tuple[Target, int, float, int]] = OrderedDict()
@@ -97,25 +99,40 @@ class MtuProbes:
             # EMSGSIZE: larger than the interface (or, on macOS, the path) takes
             o.counters["mtu_send_errors"] += 1
             if e.errno == errno.EMSGSIZE:
-                self.on_result(target, size, False)
+                self.on_result(target, size, False, o.clock())
             return False
         o.counters["mtu_probes_sent"] += 1
         self.pending[o._seq] = (target, size, o.clock(), t1)
         return True
 
-    def datagram(self, data: bytes, addr: tuple) -> None:
+    def read(self, data: bytes) -> Probe | None:
+        """The header of an MTU datagram, None (counted) when it is not a valid one."""
         o = self.owner
         try:
-            p = decode(unseal(o.key, data[:PROBE_LEN + (TAG_LEN if o.key else 0)]))
+            return decode(unseal(o.key, data[:PROBE_LEN + (TAG_LEN if o.key else 0)]))
         except ProbeError as e:
             o.counters["datagrams_unauthenticated" if str(e) == "auth"
                        else "datagrams_malformed"] += 1
-            return
+            return None
+
+    def datagram(self, p: Probe, addr: tuple, arrived: tuple[int, str] | None = None,
+                 ) -> None:
+        """A valid MTU datagram (`read`): a peer's request answered, through the
+        interface it came in on as a probe's is (a Mac's 169.254/16 on two interfaces),
+        or the answer to one of ours."""
+        o = self.owner
         if p.type == MTU_REQUEST:
             if o.sock is None or not o._budget.allow(addr[0], o.clock()):
+                o.counters["requests_rate_limited"] += 1
                 return
+            out = seal(o.key, encode(Probe(MTU_REPLY, p.seq, p.t1, 0, 0)))
+            via = (o.reply_via(addr[0], arrived[0])
+                   if arrived is not None and o.reply_via is not None else None)
             try:
-                o.sock.sendto(seal(o.key, encode(Probe(MTU_REPLY, p.seq, p.t1, 0, 0))), addr)
+                if via is None:
+                    o.sock.sendto(out, addr)
+                else:
+                    o._sendmsg_via(out, addr, via, arrived[1] if arrived else "0.0.0.0")
                 o.counters["mtu_requests_reflected"] += 1
             except OSError as e:
                 log.debug("MTU reply to %s failed: %s", addr, e)
@@ -125,7 +142,7 @@ class MtuProbes:
             return
         del self.pending[p.seq]
         o.counters["mtu_replies"] += 1
-        self.on_result(got[0], got[1], True)
+        self.on_result(got[0], got[1], True, got[2])
 
     def expire(self, horizon: float) -> None:
         while self.pending:
@@ -133,7 +150,7 @@ class MtuProbes:
             if sent > horizon:
                 break
             del self.pending[seq]
-            self.on_result(target, size, False)
+            self.on_result(target, size, False, sent)
 
     def forget(self, target: Target) -> None:
         for seq in [s for s, v in self.pending.items() if v[0] == target]:

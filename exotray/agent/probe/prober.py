@@ -84,9 +84,9 @@ class Prober:
             if link.first_probe is None:
                 link.first_probe = now
             self._last_sent[link.target] = now
-            self.send(link)
-            if full and link.up:
+            if full and link.up:  # (first: the probe after it tells whether the link was up)
                 self.send_mtu(link, now)
+            self.send(link)
         self.table.update_liveness(now)
 
     def send_mtu(self, link: Link, now: float) -> None:
@@ -102,13 +102,14 @@ class Prober:
         if not probe.mtu.send(link.target, size, index) and link.mtu.waiting == size:
             link.mtu.lost()
 
-    def mtu_result(self, target: Target, size: int, answered: bool) -> None:
-        """An MTU probe's answer, or its absence: it counts only while the link's small
-        probes are answered (a link that is down says nothing of its MTU)."""
+    def mtu_result(self, target: Target, size: int, answered: bool, sent_at: float) -> None:
+        """An MTU probe's answer, or its absence: an absence counts only when a small
+        probe sent no earlier was answered (else the link lost everything a while: that
+        says nothing of its MTU)."""
         link = self.table.links.get(target)
         if link is None:
             return
-        if not answered and not link.up:
+        if not answered and (link.answered_sent is None or link.answered_sent < sent_at):
             link.mtu.lost()
             return
         said = link.mtu.result(self.clock(), size, answered)

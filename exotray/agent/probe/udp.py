@@ -315,8 +315,11 @@ class ProbeSocket:
                 log.debug("probe socket: %s", e)
                 continue
             n += 1
-            truncated = truncated or (bool(flags & socket.MSG_TRUNC) and not mtu.is_mtu(data))
             arrived = parse_pktinfo(anc) if self._pktinfo else None
+            if mtu.is_mtu(data) and (p := self.mtu.read(data)) is not None:
+                self.mtu.datagram(p, addr, arrived)  # (padded: cut off, as meant)
+                continue
+            truncated = truncated or bool(flags & socket.MSG_TRUNC)
             self.datagram(data, addr, self._rx_time(anc), arrived)
         # (what was not a reply to our own probes: see probe/pressure.py)
         self._pressure.read(n - (c["replies_received"] + c["replies_bad_times"] - mine),
@@ -344,7 +347,8 @@ class ProbeSocket:
         """Handle one received datagram (public so tests can feed it directly);
         `arrived` is (interface index, local address) from IP_PKTINFO."""
         if mtu.is_mtu(data):
-            self.mtu.datagram(data, addr)
+            if (p := self.mtu.read(data)) is not None:
+                self.mtu.datagram(p, addr, arrived)
             return
         try:
             p = decode(unseal(self.key, data))

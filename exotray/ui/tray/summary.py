@@ -285,5 +285,10 @@ def _link_change(kind: str, event: dict[str, Any], node: str, peer: str,
         return (f"Frames pass again: {node} ⇄ {peer}",
                 f"{event.get('mtu')}-byte frames of {label} reach {peer} again")
     minutes = round((event.get("quiet_s") or 600) / 60)
-    return (f"Link steady again: {node} ⇄ {peer}",
-            f"{label} to {peer}: no drop for {minutes} minutes")
+    what = (f"{label} ({event.get('interface')})" if not event.get("link_id")
+            else f"{label} to {peer}")
+    title = (f"Cable steady again: {node}" if not event.get("link_id")
+             else f"Link steady again: {node} ⇄ {peer}")
+    if event.get("state") == "down":
+        return title, f"{what}: no change for {minutes} minutes; it is down"
+    return title, f"{what}: no drop for {minutes} minutes"
