@@ -14,20 +14,6 @@ import pytest
 from helpers import AgentProc, JsonHandler, free_port, wait_for
 
 
-@pytest.fixture
-def pair(tmp_path):
-    p1, p2 = free_port(), free_port()
-    a = AgentProc(tmp_path, "a", p1, [p2], "--interval", "0.5")
-    b = AgentProc(tmp_path, "b", p2, [p1], "--interval", "0.5")
-    try:
-        a.wait_ready()
-        b.wait_ready()
-        yield a, b
-    finally:
-        a.close()
-        b.close()
-
-
 def test_history_fills_and_is_monotonic(pair):
     a, _ = pair
     link = wait_for(lambda: [lk for lk in a.get("/v1/snapshot")["links"]

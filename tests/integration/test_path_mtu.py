@@ -19,22 +19,14 @@ def _link(a: AgentProc) -> dict | None:
     return links[0] if links and links[0]["state"] == "up" else None
 
 
-def test_two_agents_on_loopback_know_their_path_mtu(tmp_path):
-    p1, p2 = free_port(), free_port()
-    a = AgentProc(tmp_path, "a", p1, [p2], "--interval", "0.5")
-    b = AgentProc(tmp_path, "b", p2, [p1], "--interval", "0.5")
-    try:
-        a.wait_ready()
-        b.wait_ready()
-        got = wait_for(lambda: (lk := _link(a)) and lk["path_mtu"] and lk, 15)
-        assert got, a.get("/v1/snapshot")["links"]
-        assert got["path_mtu"] == 65535 and got["mtu_ok"] is True  # lo: 65536, capped
-        counters = b.get("/v1/snapshot")["counters"]
-        assert counters["mtu_requests_reflected"] >= 2  # the small one and the MTU's
-        assert [e for e in a.get("/v1/events")["events"] if "mtu" in e["type"]] == []
-    finally:
-        a.close()
-        b.close()
+def test_two_agents_on_loopback_know_their_path_mtu(pair):
+    a, b = pair
+    got = wait_for(lambda: (lk := _link(a)) and lk["path_mtu"] and lk, 15)
+    assert got, a.get("/v1/snapshot")["links"]
+    assert got["path_mtu"] == 65535 and got["mtu_ok"] is True  # lo: 65536, capped
+    counters = b.get("/v1/snapshot")["counters"]
+    assert counters["mtu_requests_reflected"] >= 2  # the small one and the MTU's
+    assert [e for e in a.get("/v1/events")["events"] if "mtu" in e["type"]] == []
 
 
 class _OldReflector:

@@ -125,17 +125,9 @@ class MtuProbes:
             if o.sock is None or not o._budget.allow(addr[0], o.clock()):
                 o.counters["requests_rate_limited"] += 1
                 return
-            out = seal(o.key, encode(Probe(MTU_REPLY, p.seq, p.t1, 0, 0)))
-            via = (o.reply_via(addr[0], arrived[0])
-                   if arrived is not None and o.reply_via is not None else None)
-            try:
-                if via is None:
-                    o.sock.sendto(out, addr)
-                else:
-                    o._sendmsg_via(out, addr, via, arrived[1] if arrived else "0.0.0.0")
+            if o.answer(seal(o.key, encode(Probe(MTU_REPLY, p.seq, p.t1, 0, 0))), addr,
+                        arrived):
                 o.counters["mtu_requests_reflected"] += 1
-            except OSError as e:
-                log.debug("MTU reply to %s failed: %s", addr, e)
             return
         got = self.pending.get(p.seq)
         if got is None or got[0] != (addr[0], addr[1]) or got[3] != p.t1:

@@ -369,8 +369,15 @@ class ProbeSocket:
         if not self._budget.allow(addr[0], self.clock()):
             self.counters["requests_rate_limited"] += 1
             return
-        assert self.sock is not None
         out = seal(self.key, encode(Probe(REPLY, p.seq, p.t1, rx_ns, time.time_ns())))
+        if self.answer(out, addr, arrived):
+            self.counters["requests_reflected"] += 1
+
+    def answer(self, out: bytes, addr: tuple, arrived: tuple[int, str] | None) -> bool:
+        """Send a reply to a request from `addr`: through the interface the request came
+        in on, from the address it was sent to, where the route table may pick another
+        (an on-link network two interfaces share: 169.254/16 on a Mac)."""
+        assert self.sock is not None
         via = None
         if arrived is not None and self.reply_via is not None:
             via = self.reply_via(addr[0], arrived[0])
@@ -378,14 +385,12 @@ class ProbeSocket:
             if via is None:
                 self.sock.sendto(out, addr)
             else:
-                # Through the interface the request came in on, from the address it was
-                # sent to: the route table may pick another interface for an on-link
-                # network that two interfaces share (169.254/16 on a Mac).
                 self._sendmsg_via(out, addr, via, arrived[1] if arrived else "0.0.0.0")
                 self.counters["replies_sent_pinned"] += 1
-            self.counters["requests_reflected"] += 1
         except OSError as e:
-            log.debug("reflect to %s failed: %s", addr, e)
+            log.debug("reply to %s failed: %s", addr, e)
+            return False
+        return True
 
     def _reply(self, p: Probe, addr: tuple, rx_ns: int) -> None:
         pending = self._pending.get(p.seq)
