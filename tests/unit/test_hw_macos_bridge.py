@@ -246,3 +246,18 @@ def test_real_recording_of_an_m1_mac_minis_thunderbolt_bridge():
     assert parse_bridge_members(text) == ["en2", "en3"]
     assert hb.parse_address_cache(text) == {
         "12:e2:e9:5f:d5:4b": "en3", "36:50:51:3f:7c:00": "en2", "02:e2:e9:5f:d5:4b": "en2"}
+
+
+def test_a_round_of_pairs_runs_arp_once_and_each_bridges_cache_once():
+    """Issue 35 point 5: `arp -an` and `ifconfig bridgeN addr` ran once per (bridge,
+    peer) pair every 30 s (5 s while unknown); a round runs each once."""
+    from exotray.agent.hw.hardware import Hardware
+    from exotray.agent.hw.read import MacReader
+
+    mac = mac_with()
+    pairs = [("bridge0", p) for p in ("169.254.12.7", "169.254.77.31", "169.254.130.4",
+                                      "169.254.99.99")]
+    found = Hardware(MacReader(runner=mac))._resolve(pairs)
+    assert found == {("bridge0", "169.254.12.7"): "en2", ("bridge0", "169.254.77.31"): "en3",
+                     ("bridge0", "169.254.130.4"): "en5", ("bridge0", "169.254.99.99"): None}
+    assert [argv for argv, _ in mac.calls] == [ARP_ARGV, ADDR_ARGV]

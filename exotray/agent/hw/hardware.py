@@ -173,6 +173,14 @@ class Hardware:
             asyncio.to_thread(self._resolve, due), name="hw-members")
 
     def _resolve(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
+        """A round's pairs: at once where the reader can (macOS: `arp -an` once, each
+        bridge's address cache once), else one by one."""
+        batch = getattr(self.reader, "members_for_peers", None)
+        if batch is not None:
+            try:
+                return batch(keys)
+            except Exception as e:  # (then one by one: one odd entry must not stop all)
+                log.debug("bridge members of a round: %s", e)
         out: dict[tuple[str, str], str | None] = {}
         for bridge, ip in keys:
             try:

@@ -164,22 +164,46 @@ def bridge_member_for_peer(bridge: str, peer_ip: str, runner: Runner = run_comma
     on that bridge, its MAC is not (or no longer) in the bridge's address cache, a command
     failed (logged by the runner), or the address is not IPv4. ``mac`` skips the ARP
     lookup when the caller knows it."""
-    if not isinstance(bridge, str) or not _NAME.fullmatch(bridge):
-        logger.warning("bridge_member_for_peer: not an interface name: %r", bridge)
-        return None
     if mac is not None:
-        mac = normalize_mac(mac)
-        if mac is None:
+        if not _valid_bridge(bridge) or (mac := normalize_mac(mac)) is None:
             return None
-    else:
+        cache = parse_address_cache(runner(("ifconfig", bridge, "addr"), CMD_TIMEOUT_S))
+        return cache.get(mac)
+    return bridge_members_for_peers([(bridge, peer_ip)], runner)[(bridge, peer_ip)]
+
+
+def bridge_members_for_peers(pairs: list[tuple[str, str]], runner: Runner = run_command,
+                             ) -> dict[tuple[str, str], str | None]:
+    """`bridge_member_for_peer` for many (bridge, peer) pairs at once: ``arp -an`` runs
+    once, ``ifconfig bridgeN addr`` once per bridge that a found MAC needs (issue 35: they
+    ran once per pair, every 30 s, every 5 s while unknown)."""
+    out: dict[tuple[str, str], str | None] = {}
+    arp: str | None = None
+    caches: dict[str, dict[str, str]] = {}
+    for bridge, peer_ip in pairs:
+        out[(bridge, peer_ip)] = None
+        if not _valid_bridge(bridge):
+            continue
         try:
             ip = str(ipaddress.IPv4Address(str(peer_ip).strip()))
         except ValueError:
             logger.debug("bridge_member_for_peer: %r is not IPv4; not looked up", peer_ip)
-            return None
-        mac = arp_mac(runner(ARP_CMD, CMD_TIMEOUT_S), ip, bridge)
+            continue
+        if arp is None:
+            arp = runner(ARP_CMD, CMD_TIMEOUT_S) or ""
+        mac = arp_mac(arp, ip, bridge)
         if mac is None:
             logger.debug("bridge_member_for_peer: no ARP entry for %s on %s", ip, bridge)
-            return None
-    cache = parse_address_cache(runner(("ifconfig", bridge, "addr"), CMD_TIMEOUT_S))
-    return cache.get(mac)
+            continue
+        if bridge not in caches:
+            caches[bridge] = parse_address_cache(
+                runner(("ifconfig", bridge, "addr"), CMD_TIMEOUT_S))
+        out[(bridge, peer_ip)] = caches[bridge].get(mac)
+    return out
+
+
+def _valid_bridge(bridge: object) -> bool:
+    if isinstance(bridge, str) and _NAME.fullmatch(bridge):
+        return True
+    logger.warning("bridge_member_for_peer: not an interface name: %r", bridge)
+    return False

@@ -172,9 +172,14 @@ class MacReader:
     def member_for_peer(self, bridge: str, peer_ip: str) -> str | None:
         """ARP (IP -> MAC), then the bridge's address cache (MAC -> member):
         hw_macos_bridge."""
+        return self.members_for_peers([(bridge, peer_ip)])[(bridge, peer_ip)]
+
+    def members_for_peers(self, pairs: list[tuple[str, str]],
+                          ) -> dict[tuple[str, str], str | None]:
+        """A round of pairs at once: `arp -an` once, each bridge's cache once."""
         if self.member_finder is not None:
-            return self.member_finder(bridge, peer_ip)
-        return hw_macos_bridge.bridge_member_for_peer(bridge, peer_ip, self.runner)
+            return {(b, ip): self.member_finder(b, ip) for b, ip in pairs}
+        return hw_macos_bridge.bridge_members_for_peers(pairs, self.runner)
 
 
 class NoReader:
