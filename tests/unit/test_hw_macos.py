@@ -512,3 +512,26 @@ def test_run_command_does_not_raise_on_timeout_type(monkeypatch):
         raise subprocess.TimeoutExpired("x", 1)
     monkeypatch.setattr(hw_macos.subprocess, "run", boom)
     assert hw_macos.run_command(["x"], 1) is None
+
+
+def test_corewlan_is_installed_on_macos_and_taken_before_system_profiler():
+    """Issue 35 point 1: `CoreWLAN` is pyobjc-framework-CoreWLAN, not part of
+    pyobjc-framework-Cocoa; without it as a dependency every Wi-Fi read ran
+    system_profiler (seconds). Where it loads, system_profiler is not run at all."""
+    import tomllib
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    reqs = [Requirement(r) for r in
+            tomllib.loads(pyproject.read_text())["project"]["dependencies"]]
+    (wlan,) = [r for r in reqs if r.name.lower() == "pyobjc-framework-corewlan"]
+    assert wlan.marker is not None
+    assert wlan.marker.evaluate({"sys_platform": "darwin"})
+    assert not wlan.marker.evaluate({"sys_platform": "linux"})
+
+    ran: list[tuple] = []
+    rates = hw_macos_wifi.wifi_rates(lambda argv, timeout: ran.append(argv),
+                                     _client(_Iface(866.0)))
+    assert rates["en0"].source == "corewlan" and ran == []
