@@ -37,8 +37,13 @@ TRY_GAP_S = 2.0
 RETRY_S = 60.0
 RECHECK_S = 1800.0
 
-#: the largest IPv4 datagram (loopback's MTU is 65536)
-MAX_FRAME = 65535
+#: the largest frame checked: jumbo frames' (loopback and virtual interfaces say 65536;
+#: a datagram that large is no question of a cable, and seven of them arriving together
+#: fill a probe socket's receive buffer)
+MAX_FRAME = 9216
+
+#: the first checks of a node's links are spread over this long (`spread_s`)
+SPREAD_S = 20.0
 
 #: what `result` may return: the link's MTU stopped passing / passes again
 MISMATCH = "mismatch"
@@ -61,6 +66,9 @@ class MtuWatch:
     waiting: int | None = None
     #: an mtu_mismatch was said and not cleared
     said_mismatch: bool = False
+    #: how long after a change the first check waits: links' checks spread over
+    #: SPREAD_S, so that a node's peers do not all send it a jumbo frame at one tick
+    spread_s: float = 0.0
 
     def due(self, now: float, interface: str | None, mtu: int | None) -> int | None:
         """The size of the probe to send now, if one is due (it is then awaited)."""
@@ -69,7 +77,8 @@ class MtuWatch:
         mtu = min(mtu, MAX_FRAME)
         if (interface, mtu) != (self.interface, self.mtu):
             self.interface, self.mtu = interface, mtu
-            self.step, self.tries, self.next_at, self.waiting = "small", 0, now, None
+            self.step, self.tries, self.waiting = "small", 0, None
+            self.next_at = now + self.spread_s
             self.path_mtu = self.ok = None  # (a mismatch said stays said until it passes)
         if self.waiting is not None or now < self.next_at:
             return None

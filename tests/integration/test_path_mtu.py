@@ -1,7 +1,7 @@
 """Path-MTU probes between real agents on loopback (issue 31, point 4): frames of lo's
-MTU reach the peer (`path_mtu`, `mtu_ok` true, no event), and a peer that answers only
-plain probes, as agents before these did, leaves the link's MTU unknown, never a
-mismatch."""
+MTU, as far as a jumbo frame, reach the peer (`path_mtu`, `mtu_ok` true, no event), and
+a peer that answers only plain probes, as agents before these did, leaves the link's
+MTU unknown, never a mismatch."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import time
 from helpers import AgentProc, free_port, wait_for
 
 from exotray.agent.probe.datagram import PROBE_LEN, REPLY, REQUEST, Probe, decode, encode
+from exotray.core.pathmtu import SPREAD_S
 
 
 def _link(a: AgentProc) -> dict | None:
@@ -21,9 +22,10 @@ def _link(a: AgentProc) -> dict | None:
 
 def test_two_agents_on_loopback_know_their_path_mtu(pair):
     a, b = pair
-    got = wait_for(lambda: (lk := _link(a)) and lk["path_mtu"] and lk, 15)
+    # (a link's first check waits up to SPREAD_S: a node's checks are spread)
+    got = wait_for(lambda: (lk := _link(a)) and lk["path_mtu"] and lk, SPREAD_S + 15)
     assert got, a.get("/v1/snapshot")["links"]
-    assert got["path_mtu"] == 65535 and got["mtu_ok"] is True  # lo: 65536, capped
+    assert got["path_mtu"] == 9216 and got["mtu_ok"] is True  # lo: 65536, checked to 9216
     counters = b.get("/v1/snapshot")["counters"]
     assert counters["mtu_requests_reflected"] >= 2  # the small one and the MTU's
     assert [e for e in a.get("/v1/events")["events"] if "mtu" in e["type"]] == []
@@ -68,7 +70,7 @@ def test_a_peer_that_does_not_answer_mtu_probes_leaves_it_unknown(tmp_path):
     try:
         a.wait_ready()
         assert wait_for(lambda: _link(a), 10), a.log()
-        assert wait_for(lambda: old.dropped >= 1, 10)  # asked, and not answered
+        assert wait_for(lambda: old.dropped >= 1, SPREAD_S + 10)  # asked, not answered
         time.sleep(2)
         lk = _link(a)
         assert lk is not None and lk["path_mtu"] is None and lk["mtu_ok"] is None

@@ -15,7 +15,7 @@ from exotray.agent.hw import onlink
 from exotray.core.capacity import Capacity
 from exotray.core.history import LINK_COLUMNS, Ring, ring_size
 from exotray.core.linkchanges import SlowerWatch
-from exotray.core.pathmtu import MtuWatch
+from exotray.core.pathmtu import SPREAD_S, MtuWatch
 from exotray.core.queueing import QueueParams, QueueReading, QueueTracker
 from exotray.core.saturation import SaturationDetector, SaturationParams, Transition
 from exotray.core.schema import r
@@ -107,6 +107,7 @@ def new_link(node_id: str, peer: PeerRef, target: Target, interval: float,
         detector=SaturationDetector(params),
         history=Ring(LINK_COLUMNS, ring_size(interval)),
         queue=QueueTracker(queue_params(interval)),
+        mtu=MtuWatch(spread_s=int(link_id(node_id, target)[:4], 16) % 1000 / 1000 * SPREAD_S),
     )
 
 
