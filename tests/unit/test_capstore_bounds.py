@@ -40,3 +40,19 @@ def test_only_the_newest_records_are_kept(tmp_path):
     store.put("new0", 500.0, 1e9, None)
     assert len(store.items) == MAX_RECORDS and "new0" in store.items
     assert len(json.loads((tmp_path / FILE).read_text())) == MAX_RECORDS
+
+
+def test_only_interfaces_seen_in_the_last_30_days_are_kept(tmp_path):
+    """Issue 33 point 7: capacity.json kept every interface name that ever was."""
+    store = CapacityStore(tmp_path)
+    t = 1_764_720_000.0
+    store.put("en3", 23000.0, t, 40000.0)
+    store.put("en9", 900.0, t, 1000.0)  # a USB adapter
+    store.seen({"en3", "en9"}, t + 10, force=True)
+    store.seen({"en3"}, t + 29 * 86400, force=True)  # en9 unplugged 29 days
+    assert set(store.items) == {"en3", "en9"}
+    store.seen({"en3"}, t + 31 * 86400, force=True)
+    assert set(store.items) == {"en3"}  # en9 not seen for 31 days; en3 seen, kept
+    store.flush()
+    again = CapacityStore(tmp_path)
+    assert set(again.items) == {"en3"} and again.items["en3"].seen == t + 31 * 86400

@@ -28,6 +28,11 @@ FILE = "capacity.json"
 MAX_FILE_BYTES = 1 << 20
 #: records kept (the newest measurements): a host has tens of interfaces, not thousands
 MAX_RECORDS = 256
+#: a record of an interface not seen for this long is dropped (a USB adapter long gone,
+#: an old name); one seen is kept however old its measurement
+FORGET_S = 30 * 86400.0
+#: how often `seen` looks at which interfaces are there
+SEEN_EVERY_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,7 @@ class Measured:
     mbit: float
     at: float  # Unix time
     speed_mbit: float | None  # the negotiated speed when it was measured
+    seen: float | None = None  # when the interface was last there (Unix time)
 
 
 def _number(x: object) -> float | None:
@@ -48,6 +54,7 @@ class CapacityStore:
         self.items: dict[str, Measured] = self._load()
         #: one writer thread, so saves land in order and the loop never waits on fsync
         self._writer: ThreadPoolExecutor | None = None
+        self._seen_at = -1e18
 
     def _load(self) -> dict[str, Measured]:
         if self.path is None or not self.path.exists():
@@ -69,7 +76,8 @@ class CapacityStore:
             rec = rec if isinstance(rec, dict) else {}
             mbit, at = _number(rec.get("mbit")), _number(rec.get("at"))
             if isinstance(name, str) and mbit and at:
-                out[name] = Measured(mbit, at, _number(rec.get("speed_mbit")))
+                out[name] = Measured(mbit, at, _number(rec.get("speed_mbit")),
+                                     _number(rec.get("seen")))
             else:
                 bad.append(str(name)[:32])
         if bad:
@@ -93,7 +101,7 @@ class CapacityStore:
                     "measure again with exotray measure", self.path, why, aside.name)
 
     def put(self, name: str, mbit: float, at: float, speed_mbit: float | None) -> None:
-        self.items[name] = Measured(mbit, at, speed_mbit)
+        self.items[name] = Measured(mbit, at, speed_mbit, at)
         self.items = _newest(self.items)
         self._save()
 
@@ -112,10 +120,31 @@ class CapacityStore:
             return None
         return m
 
+    def seen(self, present: set[str], wall: float, force: bool = False) -> None:
+        """The interfaces there now (at most once every SEEN_EVERY_S unless `force`):
+        theirs are marked seen; a record of one not seen for FORGET_S is dropped, with one
+        log line (issue 33 point 7: the file kept every name that ever was)."""
+        if not self.items or (not force and wall - self._seen_at < SEEN_EVERY_S):
+            return
+        self._seen_at = wall
+        changed = False
+        for name, m in list(self.items.items()):
+            if name in present:
+                if m.seen is None or wall - m.seen >= SEEN_EVERY_S:
+                    self.items[name] = Measured(m.mbit, m.at, m.speed_mbit, wall)
+                    changed = True
+            elif wall - (m.seen or m.at) > FORGET_S:
+                log.info("measured capacity of %s dropped: the interface has not been seen "
+                         "for %.0f days", name, (wall - (m.seen or m.at)) / 86400)
+                del self.items[name]
+                changed = True
+        if changed:
+            self._save()
+
     def _save(self) -> None:
         if self.path is None:
             return
-        data = {n: {"mbit": m.mbit, "at": m.at, "speed_mbit": m.speed_mbit}
+        data = {n: {"mbit": m.mbit, "at": m.at, "speed_mbit": m.speed_mbit, "seen": m.seen}
                 for n, m in sorted(self.items.items())}
         try:
             asyncio.get_running_loop()

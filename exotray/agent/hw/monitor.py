@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +117,7 @@ class InterfaceMonitor:
         }
         self.nics = nics
         self._check_capacity_names(now)
+        self.store.seen(set(nics), time.time(), force=set(nics) != set(old_up))
         unclassified = []
         for name, nic in nics.items():
             st = self.ifaces.get(name)
