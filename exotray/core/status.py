@@ -61,8 +61,12 @@ def exo_lines(cluster: dict) -> list[str]:
         return [f"exo: not read yet ({url})."]
     insts = ex.get("instances") or []
     who = _whoami(ex)
+    why = "; ".join(str(r) for r in ex.get("skip_reasons") or [])
+    more = (f"; {ex['skipped']} instance(s) not understood" + (f" ({why})" if why else "")
+            if ex.get("skipped") else "")
     if not insts:
-        return [f"exo: running at {url}, no instance{who}."]
+        return [f"exo: running at {url}, no instance{' it can read' if more else ''}{more}"
+                f"{who}."]
     parts = []
     for inst in insts:
         over = []
@@ -74,7 +78,6 @@ def exo_lines(cluster: dict) -> list[str]:
         where = (f" over {', '.join(over)}" if over else
                  "" if inst.get("mine", True) or lost else " (not on this node)")
         parts.append(f"{_short(str(inst.get('model')))} ({inst.get('backend')}){where}")
-    more = f"; {ex['skipped']} instance(s) not understood" if ex.get("skipped") else ""
     rdma = ""
     if ex.get("rdma_enabled") is not None:
         ports = ", ".join(f"{k} {v}" for k, v in (ex.get("rdma_ports") or {}).items())

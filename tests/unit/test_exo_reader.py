@@ -261,3 +261,57 @@ def test_only_what_links_need_is_read_and_kept():
     with pytest.raises(ExoUnreadable, match=r"^instances: \d+\.\d MB of JSON, over the "
                                             rf"{MAX_EXO_READ_BYTES >> 20} MiB the agent reads"):
         decode_state(json.dumps(state).encode())
+
+
+# -- the shapes exo is moving to (issue 35 point 7) -------------------------------------
+N1, N2 = "12d3f4a5b6c7d8e9f0a1b2c3d4e5f6a7", "9f8e7d6c5b4a39281706f5e4d3c2b1a0"  # exo zids
+
+
+def _shards_2147(model: str, nodes: list[str]) -> dict:
+    """`ShardAssignments` as exo #2147 has it: `shards: [[nodeId, runnerId, shard]]`."""
+    return {"modelId": model, "primaryOutputNode": nodes[-1], "shards": [
+        [n, f"runner-{i}", {"TensorShardMetadata": {"deviceRank": i, "worldSize": len(nodes)}}]
+        for i, n in enumerate(nodes)]}
+
+
+def _jaccl_2160(devices: list) -> dict:
+    """A JACCL instance with exo #2160/#2195's `jacclDevices`: each cell a list."""
+    return {"instances": {"j1": {"MlxJacclInstance": {
+        "instanceId": "j1", "shardAssignments": _shards_2147("m/Qwen3-4bit", [N1, N2]),
+        "jacclDevices": devices, "jacclCoordinators": {}}}}}
+
+
+def test_jaccl_device_cells_as_lists_and_shards_as_rows_are_read():
+    st = exo.parse_state(_jaccl_2160([[[], ["rdma_en2", "rdma_en3"]], [["rdma_en4"], []]]), N1)
+    (j,) = st.instances
+    assert (j.backend, j.model, j.devices, j.mine) == (
+        "jaccl", "m/Qwen3-4bit", ("rdma_en2", "rdma_en3"), True)
+    assert exo.parse_state(_jaccl_2160([[None, "rdma_en2"], ["rdma_en4", None]]),
+                           N2).instances[0].devices == ("rdma_en4",)  # the old cells
+    assert exo.parse_state(_jaccl_2160([[[], ["rdma_en2"]], [[], []]]), "someone-else"
+                           ).instances[0].mine is False
+
+
+def test_a_ring_with_shards_as_rows_knows_it_is_ours():
+    ring = {"instances": {"r1": {"MlxRingInstance": {
+        "instanceId": "r1", "shardAssignments": _shards_2147("m/Llama", [N1, N2]),
+        "hostsByNode": {N1: [{"ip": "0.0.0.0", "port": 1}, {"ip": "10.0.0.2", "port": 1}]}}}}}
+    (r,) = exo.parse_state(ring, N1).instances
+    assert (r.model, r.neighbours, r.mine) == ("m/Llama", ("10.0.0.2",), True)
+
+
+def test_an_instance_whose_rank_or_devices_cannot_be_read_is_skipped_with_its_reason():
+    from exotray.core.status import exo_lines
+
+    bad_rank = _jaccl_2160([["rdma_en2"], ["rdma_en4"]])
+    shard = bad_rank["instances"]["j1"]["MlxJacclInstance"]["shardAssignments"]["shards"][0]
+    shard[2] = {"TensorShardMetadata": {"deviceRank": "zero"}}
+    st = exo.parse_state(bad_rank, N1)
+    assert st.instances == () and st.skipped == 1
+    assert st.skip_reasons == ("jaccl: this node's rank cannot be read",)
+    bad_devices = exo.parse_state(_jaccl_2160([[[{"x": 1}]], [[]]]), N1)
+    assert bad_devices.skip_reasons == ("jaccl: this node's devices cannot be read",)
+    exo_status = {"url": "http://127.0.0.1:52415", "status": "ok", "instances": [],
+                  "skipped": 1, "skip_reasons": list(st.skip_reasons)}
+    text = "\n".join(exo_lines({"nodes": [{"exo": exo_status, "links": []}]}))
+    assert "1 instance(s) not understood (jaccl: this node's rank cannot be read)" in text

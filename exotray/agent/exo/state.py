@@ -80,8 +80,10 @@ class ExoInstance:
 class ExoState:
     node_id: str | None
     instances: tuple[ExoInstance, ...] = ()
-    #: instances present but not understood (unknown tag, wrong types)
+    #: instances present but not understood (unknown tag, wrong types, this node's rank
+    #: or devices unreadable), and why (the first few reasons, each once)
     skipped: int = 0
+    skip_reasons: tuple[str, ...] = ()
     #: exo's own view of this node's RDMA (`nodeRdmaCtl`), None when it does not say
     rdma_enabled: bool | None = None
     #: how `node_id` was known: "node_id" (exo's /node_id), "network" (this machine's
@@ -198,11 +200,24 @@ def _first(values: Iterable[str | None]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _shards(assign: Mapping[str, Any]) -> dict[str, Any]:
+    """node id -> its shard, from either shape exo has: `nodeToRunner` and `runnerToShard`,
+    or (exo #2147) `shards: [[nodeId, runnerId, shard]]`."""
+    listed = _get(assign, "shards")
+    if isinstance(listed, list):
+        return {row[0]: row[2] for row in listed
+                if isinstance(row, list) and len(row) == 3 and isinstance(row[0], str)}
+    n2r = _get(assign, "nodeToRunner", "node_to_runner")
+    r2s = _get(assign, "runnerToShard", "runner_to_shard")
+    if not isinstance(n2r, dict) or not isinstance(r2s, dict):
+        return {}
+    return {n: r2s.get(r) for n, r in n2r.items() if isinstance(n, str)}
+
+
 def _model(assign: Mapping[str, Any]) -> str:
     model = _text(_get(assign, "modelId", "model_id"))
     if model is None:  # older exo: only in the shards' model card / model meta
-        shards = _get(assign, "runnerToShard", "runner_to_shard")
-        for shard in (shards.values() if isinstance(shards, dict) else ()):
+        for shard in _shards(assign).values():
             _, meta = _untag(shard)
             if isinstance(meta, dict):
                 card = _get(meta, "modelCard", "model_card", "modelMeta", "model_meta")
@@ -214,14 +229,10 @@ def _model(assign: Mapping[str, Any]) -> str:
 
 
 def _rank(assign: Mapping[str, Any], node_id: str | None) -> int | None:
-    """This node's device rank: runnerToShard[nodeToRunner[node]].deviceRank."""
+    """This node's device rank: its shard's deviceRank (`_shards`)."""
     if node_id is None:
         return None
-    n2r = _get(assign, "nodeToRunner", "node_to_runner")
-    r2s = _get(assign, "runnerToShard", "runner_to_shard")
-    if not isinstance(n2r, dict) or not isinstance(r2s, dict):
-        return None
-    _, shard = _untag(r2s.get(n2r.get(node_id)))
+    _, shard = _untag(_shards(assign).get(node_id))
     rank = _get(shard, "deviceRank", "device_rank") if isinstance(shard, dict) else None
     return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
 
@@ -260,9 +271,8 @@ def _ring(body: Mapping[str, Any], node_id: str | None,
             hosts = [hosts[j] for j in ((me - 1) % len(hosts), (me + 1) % len(hosts))
                      if j != me]
             return _first(map(_ip, hosts)), True
-        n2r = _get(_get(body, "shardAssignments", "shard_assignments") or {},
-                   "nodeToRunner", "node_to_runner")
-        mine = not isinstance(n2r, dict) or node_id in n2r
+        nodes = _shards(_get(body, "shardAssignments", "shard_assignments") or {})
+        mine = not nodes or node_id in nodes
         if not mine:
             return (), False
     if not isinstance(hosts, list):
@@ -275,10 +285,18 @@ def _jaccl(body: Mapping[str, Any], assign: Mapping[str, Any],
     matrix = _get(body, "jacclDevices", "jaccl_devices", "ibvDevices", "ibv_devices")
     if not isinstance(matrix, list):
         raise TypeError("jaccl devices are not a list")
+    if node_id is None or node_id not in _shards(assign):
+        return (), False  # not ours, or we cannot tell which node we are
     rank = _rank(assign, node_id)
-    if rank is None or not 0 <= rank < len(matrix) or not isinstance(matrix[rank], list):
-        return (), False
-    return _first(map(_text, matrix[rank])), True
+    if rank is None:
+        raise ValueError("jaccl: this node's rank cannot be read")
+    if not 0 <= rank < len(matrix) or not isinstance(matrix[rank], list):
+        raise ValueError(f"jaccl: no device row for rank {rank}")
+    # a cell is one device or none (exo before #2160), or a list of them (after)
+    cells = [c if isinstance(c, list) else [c] for c in matrix[rank]]
+    if any(not isinstance(d, str | None) for c in cells for d in c):
+        raise ValueError("jaccl: this node's devices cannot be read")
+    return _first(map(_text, (d for c in cells for d in c))), True
 
 
 def _raw_ip(host: Any) -> str | None:
@@ -349,7 +367,7 @@ def parse_state(state: Mapping[str, Any], node_id: str | None,
         node_id, how = identify_self(state, local)
         identified_by, unidentified = (how, None) if node_id is not None else (None, how)
     instances: list[ExoInstance] = []
-    skipped = 0
+    skipped, reasons = 0, []
     raw = _get(state, "instances")
     items = list(raw.items()) if isinstance(raw, dict) else []
     if raw is not None and not isinstance(raw, dict):
@@ -378,8 +396,10 @@ def parse_state(state: Mapping[str, Any], node_id: str | None,
                                              mine=mine))
             else:
                 skipped += 1
-        except (TypeError, AttributeError, ValueError):
+                reasons.append(f"unknown kind {str(tag)[:40]}")
+        except (TypeError, AttributeError, ValueError) as e:
             skipped += 1
+            reasons.append(str(e)[:80] or type(e).__name__)
     skipped += max(0, len(items) - MAX_INSTANCES)
     rdma = None
     ctl = _get(state, "nodeRdmaCtl", "node_rdma_ctl")
@@ -387,7 +407,8 @@ def parse_state(state: Mapping[str, Any], node_id: str | None,
         _, mine = _untag(ctl[node_id])
         enabled = mine.get("enabled") if isinstance(mine, dict) else None
         rdma = enabled if isinstance(enabled, bool) else None
-    return ExoState(node_id, tuple(instances), skipped, rdma, identified_by, unidentified)
+    return ExoState(node_id, tuple(instances), skipped, tuple(dict.fromkeys(reasons))[:4],
+                    rdma, identified_by, unidentified)
 
 
 def rdma_port(device: str) -> str | None:

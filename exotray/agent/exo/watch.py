@@ -206,7 +206,8 @@ class ExoWatch:
         if status == "ok" and old != "ok":
             assert state is not None
             log.info("exo at %s: %d instance(s)%s", self.url, len(state.instances),
-                     f", {state.skipped} not understood" if state.skipped else "")
+                     f", {state.skipped} not understood ({'; '.join(state.skip_reasons)})"
+                     if state.skipped else "")
         elif status == "absent" and old == "ok":
             log.info("exo at %s stopped answering (%s)", self.url, detail)
         elif status == "unreadable" and old != "unreadable":
@@ -332,6 +333,7 @@ class ExoWatch:
                            "devices": list(i.devices), "mine": i.mine}
                           for i in (s.instances if s else ())],
             "skipped": s.skipped if s else 0,
+            "skip_reasons": list(s.skip_reasons) if s else [],
             "polls": self.polls,
             "rdma_enabled": (self.rdma_macos or {}).get("enabled",
                                                         s.rdma_enabled if s else None),
