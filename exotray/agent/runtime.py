@@ -107,7 +107,8 @@ class Agent:
         # -- the parts --
         self.monitor = InterfaceMonitor(
             settings, classifier or InterfaceClassifier(), settings.interval,
-            Hardware(hardware or hwread.reader_for(), self._hw_event), self.state_dir)
+            Hardware(hardware or hwread.reader_for(), self._hw_event, self.state_dir),
+            self.state_dir)
         self.table = PeerTable(
             clock, self._make_link, down_after_s=settings.down_after * self.interval,
             on_link_added=lambda link: self.prober.route(link, self.clock()),

@@ -312,7 +312,8 @@ def test_measured_capacity_outlives_a_restart_until_the_speed_changes(tmp_path: 
     m.update({"en2": nic("en2")}, 0.0)
     m.measured("en2", 23000.0, 1_764_720_000.0)
     stored = json.loads((tmp_path / "capacity.json").read_text())
-    assert stored == {"en2": {"mbit": 23000.0, "at": 1_764_720_000.0, "speed_mbit": 40000}}
+    assert stored == {"en2": {"mbit": 23000.0, "at": 1_764_720_000.0, "speed_mbit": 40000,
+                              "seen": 1_764_720_000.0}}
 
     again = monitor(tmp_path, answers)  # a restarted agent
     kinded(again, {"en2": "thunderbolt"})
@@ -464,3 +465,27 @@ def test_a_measurement_through_a_bridge_of_unknown_member_is_not_kept(tmp_path: 
     m.update({"br0": nic("br0")}, 0.0)
     m.measured("br0", 900.0, 1_764_720_000.0)
     assert m.measurement("br0") is None
+
+
+def test_a_slow_cable_is_told_once_not_at_every_start(tmp_path):
+    """Issue 35 point 6: a TB5 Mac cabled to a TB4 Mac (80 of 120 Gb/s, for good) raised
+    link_degraded at every start of the agent. It is told once per cable: not again
+    after a restart while it stays so; again once it came back to full speed, or the
+    cable was unplugged, and is slow again."""
+    kinds = {"en2": "thunderbolt"}
+
+    def start(speed: float, up: bool = True) -> list:
+        events: list = []
+        reader = Script({"en2": HwLink("en2", speed, 120000)})
+        hw = Hardware(reader, lambda t, **f: events.append((t, f["to_mbit"])), tmp_path)
+        asyncio.run(settle(hw, 0.0, kinds, up={"en2": up}))
+        return events
+
+    assert start(40000) == [("link_degraded", 40000)]
+    assert start(40000) == []  # restarted, the same cable: not told again
+    assert start(40000) == []
+    assert start(20000) == [("link_degraded", 20000)]  # another speed: told
+    assert start(80000) == [("link_restored", 80000)]  # TB5's 80 of 120 is its full speed
+    assert start(40000) == [("link_degraded", 40000)]  # slow again: told
+    assert start(40000, up=False) == []  # unplugged
+    assert start(40000) == [("link_degraded", 40000)]  # plugged again: told

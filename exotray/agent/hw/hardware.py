@@ -16,11 +16,14 @@ below the best speed this interface has negotiated since the agent started.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from exotray.agent.hw.read import HwLink, HwReader
+from exotray.core import paths
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +48,13 @@ def _read_kinds(kinds: Mapping[str, str]) -> dict[str, str]:
 
 
 class Hardware:
-    def __init__(self, reader: HwReader, emit: Emit | None = None) -> None:
+    def __init__(self, reader: HwReader, emit: Emit | None = None,
+                 state_dir: Path | None = None) -> None:
         self.reader = reader
         self.emit = emit or (lambda type_, **fields: None)
+        #: the degraded ports told of, kept across restarts (DEGRADED_FILE in the state
+        #: dir): a TB5 Mac cabled to a TB4 one is told once per cable, not at every start
+        self._told = _Told(state_dir / DEGRADED_FILE if state_dir is not None else None)
         #: the last answer per interface (absent: the OS said nothing, so unknown)
         self.links: dict[str, HwLink] = {}
         self.read_at: float | None = None
@@ -134,8 +141,10 @@ class Hardware:
             speed = hw.speed_mbit
             if not speed or not up.get(name, False):
                 # down or unplugged: not a speed, and no longer degraded (no event: that
-                # is a link going down, which the probes report)
+                # is a link going down, which the probes report; a cable plugged again is
+                # told again)
                 self.degraded.pop(name, None)
+                self._told.put(name, None)
                 continue
             first = name not in self._best
             best = self._best[name] = max(self._best.get(name, 0.0), speed)
@@ -145,13 +154,17 @@ class Hardware:
                 if self.degraded.get(name) != speed:
                     # from: the speed it was seen at before (None: slow from the start)
                     before = self.degraded.get(name) or (None if first else best)
-                    self.emit("link_degraded", interface=name, local_label=label,
-                              from_mbit=before, to_mbit=speed, max_mbit=hw.full_mbit)
+                    if not (first and self._told.get(name) == speed):  # (told before)
+                        self.emit("link_degraded", interface=name, local_label=label,
+                                  from_mbit=before, to_mbit=speed, max_mbit=hw.full_mbit)
                     self.degraded[name] = speed
-            elif name in self.degraded:
+                    self._told.put(name, speed)
+            elif name in self.degraded or self._told.get(name) is not None:
+                # (also a port told slow before a restart and found at full speed after)
+                was = self.degraded.pop(name, None) or self._told.get(name)
                 self.emit("link_restored", interface=name, local_label=label,
-                          from_mbit=self.degraded.pop(name), to_mbit=speed,
-                          max_mbit=hw.full_mbit)
+                          from_mbit=was, to_mbit=speed, max_mbit=hw.full_mbit)
+                self._told.put(name, None)
 
     # -- bridge members (worker thread) -----------------------------------------------------
     def _start_members(self, now: float) -> None:
@@ -211,3 +224,46 @@ class Hardware:
         for task in (self._task, self._member_task):
             if task is not None:
                 await asyncio.gather(task, return_exceptions=True)
+
+
+#: the degraded ports told of, in the state dir: {"en2": 40000.0}
+DEGRADED_FILE = "degraded.json"
+
+
+class _Told:
+    """Which ports a link_degraded was told of, at which speed, kept in a small file so
+    that a restart does not tell the same slow cable again. A file that cannot be read
+    counts as empty (the port is then told once more); one that cannot be written is
+    logged once."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.items: dict[str, float] = {}
+        self._warned = False
+        if path is not None:
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                self.items = {str(k)[:64]: float(v) for k, v in list(data.items())[:256]
+                              if isinstance(v, int | float) and not isinstance(v, bool)}
+            except (OSError, ValueError, AttributeError, RecursionError):
+                pass
+
+    def get(self, name: str) -> float | None:
+        return self.items.get(name)
+
+    def put(self, name: str, speed: float | None) -> None:
+        if self.items.get(name) == speed:
+            return
+        if speed is None:
+            self.items.pop(name, None)
+        else:
+            self.items[name] = speed
+        if self.path is None:
+            return
+        try:
+            paths.write_atomically(self.path, json.dumps(self.items).encode(), mode=0o600)
+        except OSError as e:
+            if not self._warned:
+                self._warned = True
+                log.warning("cannot keep which ports were told slow in %s: %s", self.path,
+                            e.strerror or e)
