@@ -260,8 +260,8 @@ def test_workflow_is_valid_for_github(workflow):
 def test_macos_workflow_runs_what_linux_keeps_green():
     text = (ROOT / ".github" / "workflows" / "macos.yml").read_text()
     assert "runs-on: ${{ matrix.os }}" in text and "macos-15" in text
-    for step in ("pytest -q tests/unit", "pytest -q tests/qt", "packaging/macos/build.sh",
-                 "EXOTRAY_BUNDLE_SELFTEST=1"):
+    for step in ("pytest -q tests/unit", "pytest -q tests/qt", "pytest -q tests/integration",
+                 "packaging/macos/build.sh", "EXOTRAY_BUNDLE_SELFTEST=1"):
         assert step in text
 
 
