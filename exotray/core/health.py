@@ -10,10 +10,13 @@ LOCAL_NETWORK_DENIED = (
 )
 
 
-def local_network_denied(platform: str, hostunreach_streak: int, links: int) -> bool:
+def local_network_denied(platform: str, streaks: list[int]) -> bool:
     """macOS 15+ without the Local Network permission: sendto() to a local address fails
-    at once with EHOSTUNREACH ("No route to host"), for every peer. One unreachable host
-    fails only its own probes, so it takes every link's latest probe (and at least
-    three in a row) failing that way. Linux gives EHOSTUNREACH for a neighbour that does
-    not answer ARP, which is a peer that is down, so this is macOS only."""
-    return platform == "darwin" and links > 0 and hostunreach_streak >= max(3, links)
+    at once with EHOSTUNREACH ("No route to host"), for every peer on the local network.
+    `streaks`: for each link to a peer on the local network (on-link; where none is, all
+    links), its probes refused that way in a row. One unreachable host fails only its
+    own probes, so it takes every such link refused, each at least three times running;
+    a routed peer that answers (a VPN, another subnet) is not among them, so it cannot
+    hide them (issue 35 point 3). Linux gives EHOSTUNREACH for a neighbour that does not
+    answer ARP, which is a peer that is down, so this is macOS only."""
+    return platform == "darwin" and bool(streaks) and min(streaks) >= 3

@@ -126,8 +126,10 @@ class ProbeSocket:
         #: a datagram came without the kernel's stamp: never held again (a held one
         #: would be stamped when read)
         self._stamps_missing = False
-        #: probes refused in a row by sendto with EHOSTUNREACH (reset by a send that works)
+        #: probes refused in a row by sendto with EHOSTUNREACH (reset by a send that works),
+        #: in all and per target (core/health.py)
         self.hostunreach_streak = 0
+        self.unreachable: dict[Target, int] = {}
         self.counters: dict[str, int] = {
             "probes_sent": 0,
             "probe_send_errors": 0,
@@ -247,6 +249,7 @@ class ProbeSocket:
             if e.errno == errno.EHOSTUNREACH:
                 # On macOS 15+ also what a denied Local Network permission looks like.
                 self.hostunreach_streak += 1
+                self.unreachable[target] = self.unreachable.get(target, 0) + 1
             log.debug("probe to %s:%d not sent: %s", target[0], target[1], e)
             self.on_lost(target, now)
             return None
@@ -254,6 +257,7 @@ class ProbeSocket:
         if ifindex is not None:
             self.counters["probes_sent_pinned"] += 1
         self.hostunreach_streak = 0
+        self.unreachable.pop(target, None)
         self._pending[seq] = _Pending(target, t1, now)
         return now
 
@@ -272,6 +276,7 @@ class ProbeSocket:
     def forget(self, target: Target) -> None:
         """Drop outstanding probes to a target that is no longer probed."""
         self.mtu.forget(target)
+        self.unreachable.pop(target, None)
         for seq in [s for s, p in self._pending.items() if p.target == target]:
             del self._pending[seq]
 
