@@ -161,9 +161,9 @@ def snapshot(*, node_id: str, name: str, interval: float, now: float,
     except RuntimeError:  # no running loop (a test calling snapshot() directly)
         counters["asyncio_tasks"] = 0
     warnings = []
-    local = [lk for lk in links if lk.path.onlink] or list(links)
+    nearby = [lk for lk in links if lk.path.onlink] or links
     if probe is not None and health.local_network_denied(
-            platform, [probe.unreachable.get(lk.target, 0) for lk in local]):
+            platform, [probe.unreachable.get(lk.target, 0) for lk in nearby]):
         warnings.append(health.LOCAL_NETWORK_DENIED)
     return fit(on_wire("snapshot", {
         "schema": SCHEMA_VERSION,
