@@ -56,3 +56,28 @@ def test_only_interfaces_seen_in_the_last_30_days_are_kept(tmp_path):
     store.flush()
     again = CapacityStore(tmp_path)
     assert set(again.items) == {"en3"} and again.items["en3"].seen == t + 31 * 86400
+
+
+def test_a_measurement_belongs_to_its_adapter_not_only_to_its_name(tmp_path):
+    """Issue 35 point 6: macOS numbers USB and Thunderbolt adapters enX by plug order, so
+    "en5" may be another adapter tomorrow; its hardware address tells them apart."""
+    from exotray.agent.hw.kinds import InterfaceClassifier
+    from exotray.agent.hw.monitor import InterfaceMonitor
+    from exotray.agent.hw.sampler import NicInfo
+    from exotray.core.settings import Settings
+
+    store = CapacityStore(tmp_path)
+    store.put("en5", 2300.0, 1_764_720_000.0, 2500.0, "aa:bb:cc:00:00:01")
+    assert store.valid("en5", 2500.0, "aa:bb:cc:00:00:01").mbit == 2300.0
+    assert store.valid("en5", 2500.0, None).mbit == 2300.0  # (address unknown: kept)
+    store.flush()
+    assert CapacityStore(tmp_path).items["en5"].mac == "aa:bb:cc:00:00:01"
+
+    m = InterfaceMonitor(Settings(), InterfaceClassifier(platform="linux",
+                                                         sysfs_root="/nonexistent"),
+                         1.0, state_dir=tmp_path)
+    other = NicInfo("en5", True, 2500.0, ("10.213.5.1",), (("10.213.5.1", 24),),
+                    mac="aa:bb:cc:00:00:02")
+    m.update({"en5": other}, 0.0)
+    assert m.ifaces["en5"].capacity.source != "measured"  # another adapter: not its own
+    assert "en5" not in m.store.items

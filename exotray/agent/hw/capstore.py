@@ -41,6 +41,7 @@ class Measured:
     at: float  # Unix time
     speed_mbit: float | None  # the negotiated speed when it was measured
     seen: float | None = None  # when the interface was last there (Unix time)
+    mac: str | None = None  # the interface's hardware address when it was measured
 
 
 def _number(x: object) -> float | None:
@@ -76,8 +77,10 @@ class CapacityStore:
             rec = rec if isinstance(rec, dict) else {}
             mbit, at = _number(rec.get("mbit")), _number(rec.get("at"))
             if isinstance(name, str) and mbit and at:
+                mac = rec.get("mac")
                 out[name] = Measured(mbit, at, _number(rec.get("speed_mbit")),
-                                     _number(rec.get("seen")))
+                                     _number(rec.get("seen")),
+                                     mac if isinstance(mac, str) and len(mac) <= 32 else None)
             else:
                 bad.append(str(name)[:32])
         if bad:
@@ -100,16 +103,26 @@ class CapacityStore:
         log.warning("measured capacities in %s cannot be read (%s): set aside as %s; "
                     "measure again with exotray measure", self.path, why, aside.name)
 
-    def put(self, name: str, mbit: float, at: float, speed_mbit: float | None) -> None:
-        self.items[name] = Measured(mbit, at, speed_mbit, at)
+    def put(self, name: str, mbit: float, at: float, speed_mbit: float | None,
+            mac: str | None = None) -> None:
+        self.items[name] = Measured(mbit, at, speed_mbit, at, mac)
         self.items = _newest(self.items)
         self._save()
 
-    def valid(self, name: str, speed_mbit: float | None) -> Measured | None:
+    def valid(self, name: str, speed_mbit: float | None,
+              mac: str | None = None) -> Measured | None:
         """The measurement of `name`, unless the interface has since negotiated another
-        speed (then it is dropped, with one log line)."""
+        speed, or the name is another adapter's now (macOS numbers USB and Thunderbolt
+        adapters `enX` by plug order: the hardware address tells them apart); then it is
+        dropped, with one log line."""
         m = self.items.get(name)
         if m is None:
+            return None
+        if mac and m.mac and mac != m.mac:
+            log.info("measured capacity of %s (%.0f Mbit/s) dropped: it was measured on "
+                     "the adapter %s, and %s is now %s", name, m.mbit, m.mac, name, mac)
+            del self.items[name]
+            self._save()
             return None
         if speed_mbit and m.speed_mbit and abs(speed_mbit - m.speed_mbit) > 0.5:
             log.info("measured capacity of %s (%.0f Mbit/s) dropped: it was measured at a "
@@ -131,7 +144,7 @@ class CapacityStore:
         for name, m in list(self.items.items()):
             if name in present:
                 if m.seen is None or wall - m.seen >= SEEN_EVERY_S:
-                    self.items[name] = Measured(m.mbit, m.at, m.speed_mbit, wall)
+                    self.items[name] = Measured(m.mbit, m.at, m.speed_mbit, wall, m.mac)
                     changed = True
             elif wall - (m.seen or m.at) > FORGET_S:
                 log.info("measured capacity of %s dropped: the interface has not been seen "
@@ -144,7 +157,8 @@ class CapacityStore:
     def _save(self) -> None:
         if self.path is None:
             return
-        data = {n: {"mbit": m.mbit, "at": m.at, "speed_mbit": m.speed_mbit, "seen": m.seen}
+        data = {n: {"mbit": m.mbit, "at": m.at, "speed_mbit": m.speed_mbit, "seen": m.seen,
+                    **({"mac": m.mac} if m.mac else {})}
                 for n, m in sorted(self.items.items())}
         try:
             asyncio.get_running_loop()

@@ -310,7 +310,8 @@ class InterfaceMonitor:
         nic_speed = (nic.speed_mbit if nic else None) or wired
         # a Wi-Fi rate moves all the time: only a wired or Thunderbolt speed change makes
         # a measurement describe another link
-        measured = self.store.valid(name, None if kind == "wifi" else nic_speed or hw_speed)
+        measured = self.store.valid(name, None if kind == "wifi" else nic_speed or hw_speed,
+                                    nic.mac if nic else None)
         return cap.resolve(
             override_mbit=self.settings.capacity.get(name),
             measured_mbit=measured.mbit if measured else None,
@@ -331,7 +332,9 @@ class InterfaceMonitor:
             return False
         st = self.ifaces.get(name)
         wifi = st is not None and st.kind == "wifi"
-        self.store.put(name, mbit, at, None if wifi else self.speed_of(name)[0])
+        nic = self.nics.get(name)
+        self.store.put(name, mbit, at, None if wifi else self.speed_of(name)[0],
+                       nic.mac if nic else None)
         return True
 
     def measurement(self, name: str) -> Measured | None:

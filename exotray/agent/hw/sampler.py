@@ -35,6 +35,8 @@ class NicInfo:
     loopback: bool = False
     #: the largest frame it sends (bytes), None where the system does not say
     mtu: int | None = None
+    #: its hardware address ("aa:bb:cc:dd:ee:ff"), None where it has none (loopback, tun)
+    mac: str | None = None
 
 
 def read_counters(platform: str | None = None) -> dict[str, tuple[int, int]]:
@@ -162,7 +164,10 @@ def read_nics() -> dict[str, NicInfo]:
         v4: list[str] = []
         v6: list[str] = []
         nets: list[tuple[str, int]] = []
+        mac = None
         for a in addrs.get(name, ()):
+            if a.family == psutil.AF_LINK and a.address and a.address.count(":") == 5:
+                mac = a.address.lower().replace("-", ":")
             if a.family == socket.AF_INET:
                 v4.append(a.address)
                 p = _prefix(a.netmask)
@@ -180,6 +185,7 @@ def read_nics() -> dict[str, NicInfo]:
             multicast="multicast" in flags,
             loopback="loopback" in flags or any(a.startswith("127.") for a in v4),
             mtu=int(st.mtu) if st and getattr(st, "mtu", 0) else None,
+            mac=mac if mac != "00:00:00:00:00:00" else None,
         )
     return out
 
