@@ -79,3 +79,30 @@ def test_no_usable_interface_leaves_discovery_off_and_says_why(fake):
         await d.stop()
 
     asyncio.run(main())
+
+
+def test_mdns_sends_the_system_refuses_are_a_problem_that_names_local_network():
+    """Issue 35 point 3: with Local Network denied, python-zeroconf logs a refused send
+    once and moves on, and a first run with no peer showed only the "peers appear
+    when..." hint. What zeroconf logs is heard, and discovery's problem says it, with
+    the System Settings path (the menu and the window show discovery's problem)."""
+    import errno
+    import logging
+
+    from zeroconf._logger import QuietLogger
+
+    from exotray.ui.tray.summary import empty_hints
+
+    d = _discovery()
+    logging.getLogger("zeroconf").addHandler(d._hears)  # (what start() does)
+    try:
+        QuietLogger.log_exception_once(
+            OSError(errno.EHOSTUNREACH, "No route to host"),
+            "Error with socket 9 (('192.168.1.5', 5353))): %s",
+            OSError(errno.EHOSTUNREACH, "No route to host"))
+    finally:
+        logging.getLogger("zeroconf").removeHandler(d._hears)
+    assert d.sends_refused == "No route to host"
+    assert "Privacy & Security › Local Network" in d.problem
+    cluster = {"nodes": [{"links": []}], "discovery": {"mdns": True, "problem": d.problem}}
+    assert any("Local Network" in h for h in empty_hints(cluster))

@@ -111,12 +111,16 @@ class Discovery:
         self._lock = asyncio.Lock()
         self.problem: str | None = None
         self._refused: dict[str, str] = {}
+        #: what the system said when it refused an mDNS send (mdns_sockets.SendRefused)
+        self.sends_refused: str | None = None
+        self._hears = mdns_sockets.SendRefused(self._send_refused)
 
     @property
     def running(self) -> bool:
         return bool(self.on)
 
     async def start(self, addresses: Iterable[str]) -> None:
+        logging.getLogger("zeroconf").addHandler(self._hears)
         async with self._lock:
             await self._apply(tuple(sorted(set(addresses))))
         if self.on:
@@ -157,6 +161,9 @@ class Discovery:
                 "mDNS cannot tell which interface a record came in on for " + "; ".join(
                     f"{k} ({why})" for k, why in sorted(untied.items()))
                 + ": addresses on any of their subnets are taken")
+        if self.sends_refused is not None:
+            problems.append(f"the system refuses mDNS sends ({self.sends_refused}): "
+                            + mdns_sockets.LOCAL_NETWORK_HINT)
         self.problem = "; ".join(problems) or None
         if self.problem:
             log.warning("%s; %s", self.problem,
@@ -230,8 +237,14 @@ class Discovery:
             log.warning("mDNS: updating the record on %s failed: %s", on.key, e)
 
     async def stop(self) -> None:
+        logging.getLogger("zeroconf").removeHandler(self._hears)
         async with self._lock:
             await self._stop()
+
+    def _send_refused(self, why: str) -> None:
+        if self.sends_refused is None:
+            self.sends_refused = why
+            self._say_problems()
 
     async def _stop(self) -> None:
         self._waiting.clear()

@@ -23,9 +23,11 @@ their subnets, as before).
 
 from __future__ import annotations
 
+import errno
+import logging
 import socket
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import psutil
 
@@ -108,3 +110,28 @@ def tie(zc, ifname: str | None, platform: str = sys.platform) -> str | None:
     for s in socks:
         _drain(s)
     return None
+
+
+#: what a send refused by the system looks like: macOS 15+ without the Local Network
+#: permission refuses sends to the local network (EHOSTUNREACH, or EPERM), multicast too
+REFUSED_ERRNOS = frozenset({errno.EHOSTUNREACH, errno.EPERM, errno.EACCES})
+LOCAL_NETWORK_HINT = ("on macOS: turn exotray on in System Settings › Privacy & Security "
+                      "› Local Network, then quit and reopen exotray")
+
+
+class SendRefused(logging.Handler):
+    """python-zeroconf logs a refused send once per socket and moves on (its
+    QuietLogger), and with the Local Network permission denied the kernel also drops
+    incoming mDNS: a first run then had no peer and only the "peers appear when..." hint.
+    This handler, on the "zeroconf" logger while discovery runs, hears those lines and
+    calls `said(why)` with what the system said (issue 35 point 3)."""
+
+    def __init__(self, said: Callable[[str], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.said = said
+
+    def emit(self, record: logging.LogRecord) -> None:
+        for arg in record.args if isinstance(record.args, tuple) else ():
+            if isinstance(arg, OSError) and arg.errno in REFUSED_ERRNOS:
+                self.said(arg.strerror or errno.errorcode.get(arg.errno or 0, "refused"))
+                return
