@@ -99,7 +99,8 @@ def test_damage_found_while_running_is_set_aside(tmp_path, caplog, monkeypatch):
     assert "went bad" in caplog.text
 
 
-def test_a_stuck_thread_drops_batches_instead_of_queueing_forever(tmp_path, monkeypatch):
+def test_a_stuck_thread_is_handed_no_more_than_max_backlog_batches(tmp_path, monkeypatch):
+    """(What it could not take waits in the rings: test_history_backlog.py.)"""
     monkeypatch.setattr(store_mod, "MAX_BACKLOG", 2)
     monkeypatch.setattr(store_mod, "WRITE_EVERY", 1)
     store = HistoryStore(tmp_path, 30, Throttled(lambda: 0.0))
