@@ -298,6 +298,12 @@ def test_a_ring_with_shards_as_rows_knows_it_is_ours():
         "hostsByNode": {N1: [{"ip": "0.0.0.0", "port": 1}, {"ip": "10.0.0.2", "port": 1}]}}}}}
     (r,) = exo.parse_state(ring, N1).instances
     assert (r.model, r.neighbours, r.mine) == ("m/Llama", ("10.0.0.2",), True)
+    # exo's one ring list for every node (before Dec 2025) with shards as rows: a node
+    # the rows do not name is not in the ring (read as "ours" before: no nodeToRunner)
+    body = ring["instances"]["r1"]["MlxRingInstance"]
+    body["hosts"] = body.pop("hostsByNode")[N1]
+    assert exo.parse_state(ring, N1).instances[0].mine is True
+    assert exo.parse_state(ring, "someone-else").instances[0].mine is False
 
 
 def test_an_instance_whose_rank_or_devices_cannot_be_read_is_skipped_with_its_reason():

@@ -31,8 +31,6 @@ from exotray.core.schema import r
 
 #: a link under this share of a known capacity is idle enough for its RTT to be the path's
 IDLE_UTILIZATION = 0.25
-#: the rate at or above which a link's RTT may be its own traffic's (the queue's bound)
-CARRYING_BYTES_PER_S = 125_000.0
 #: a link told down and not made again within this long is forgotten (its link_up too)
 SAID_DOWN_KEEP_S = 3600.0
 #: links whose ups and downs are remembered (the table's 128 peers x 8 links, and as
@@ -111,7 +109,8 @@ class LinkEvents:
         if not link.up:
             link.slower.since = None
             return
-        counts = (rate is not None and rate < CARRYING_BYTES_PER_S) or (
+        # (below the queue's "carrying" bound a link's RTT is the path's, not its traffic's)
+        counts = (rate is not None and rate < link.queue.params.carrying_bytes_per_s) or (
             util is not None and util < IDLE_UTILIZATION)
         before = link.slower.usual_ms
         said = link.slower.reading(now, link.queue.baseline_ms(now),

@@ -155,8 +155,9 @@ class PeerTable:
         if link is None:
             return
         self.on_link_dropped(target)
-        others = None if leaving else [lk for lk in self.links.values() if lk.peer is link.peer]
         if link.up or leaving:
+            others = (None if leaving else
+                      [lk for lk in self.links.values() if lk.peer is link.peer])
             link.up = False
             self.on_link_change(link, self.clock(), any(lk.up for lk in others or ()), others)
 

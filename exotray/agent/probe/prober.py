@@ -97,8 +97,7 @@ class Prober:
         size = link.mtu.due(now, iface, nic.mtu if nic is not None else None)
         if size is None or probe is None:
             return
-        via = link.path.via()
-        index = self.ifindex.index(via, self.monitor.nics) if via is not None else None
+        _, index = self._via(link)
         if not probe.mtu.send(link.target, size, index) and link.mtu.waiting == size:
             link.mtu.lost()
 
@@ -139,13 +138,16 @@ class Prober:
         self._tokens -= n
         return out + never[:n]
 
+    def _via(self, link: Link) -> tuple[str | None, int | None]:
+        """The link's on-link interface, if it has one, and that interface's index now."""
+        iface = link.path.via()
+        return iface, self.ifindex.index(iface, self.monitor.nics) if iface is not None else None
+
     def send(self, link: Link) -> None:
         """One probe, through the link's on-link interface when it has one."""
         probe = self.socket
         assert probe is not None
-        nics = self.monitor.nics
-        iface = link.path.via()
-        index = self.ifindex.index(iface, nics) if iface is not None else None
+        iface, index = self._via(link)
         if iface is not None and index is None:
             link.route_checked = -1e9  # gone: the next full sample looks again
         sent_at = probe.send(link.target, index)

@@ -126,9 +126,8 @@ class ProbeSocket:
         #: a datagram came without the kernel's stamp: never held again (a held one
         #: would be stamped when read)
         self._stamps_missing = False
-        #: probes refused in a row by sendto with EHOSTUNREACH (reset by a send that works),
-        #: in all and per target (core/health.py)
-        self.hostunreach_streak = 0
+        #: probes refused in a row by sendto with EHOSTUNREACH, per target (reset by a send
+        #: to it that works; core/health.py)
         self.unreachable: dict[Target, int] = {}
         self.counters: dict[str, int] = {
             "probes_sent": 0,
@@ -248,7 +247,6 @@ class ProbeSocket:
             self.counters["probe_send_errors"] += 1
             if e.errno == errno.EHOSTUNREACH:
                 # On macOS 15+ also what a denied Local Network permission looks like.
-                self.hostunreach_streak += 1
                 self.unreachable[target] = self.unreachable.get(target, 0) + 1
             log.debug("probe to %s:%d not sent: %s", target[0], target[1], e)
             self.on_lost(target, now)
@@ -256,7 +254,6 @@ class ProbeSocket:
         self.counters["probes_sent"] += 1
         if ifindex is not None:
             self.counters["probes_sent_pinned"] += 1
-        self.hostunreach_streak = 0
         self.unreachable.pop(target, None)
         self._pending[seq] = _Pending(target, t1, now)
         return now
