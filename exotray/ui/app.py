@@ -187,7 +187,11 @@ class App(QObject):
         self.window.show()
         self.window.raise_()
         self.window.activateWindow()
-        if link_id and link_id != "agent" and not link_id.startswith("peer:"):
+        from exotray.ui.tray.notify import EVENTS_KEY
+
+        if link_id == EVENTS_KEY:  # a click on macOS that may be for any notification
+            self.window.timeline.setFocus()
+        elif link_id and link_id != "agent" and not link_id.startswith("peer:"):
             self.window.select_link(link_id)  # a link's key (peers' and the agent's are not)
 
     def open_preferences(self) -> None:

@@ -254,10 +254,11 @@ def test_never_raises_without_tray_or_after_close(qtbot, caplog):
 
 
 def test_macos_path_is_qts_notification_center_and_keeps_them(qtbot, monkeypatch):
-    """macOS: Qt's showMessage (Notification Center, clicks come back as messageClicked)
-    with 0 ms, which keeps the notification in Notification Center; any other value has
-    Qt remove it after that long (qcocoasystemtrayicon.mm). No pyobjc path: it lost
-    every click."""
+    """macOS without UNUserNotificationCenter (here: not macOS, so no pyobjc): Qt's
+    showMessage (Notification Center, clicks come back as messageClicked) with 0 ms, which
+    keeps the notification in Notification Center; any other value has Qt remove it after
+    that long (qcocoasystemtrayicon.mm). One notification: its click is for its link
+    (test_notify_macos.py has the rest)."""
     from exotray.ui.tray import notify
 
     monkeypatch.setattr(notify.sys, "platform", "darwin")

@@ -1,13 +1,15 @@
-"""Desktop notifications: freedesktop D-Bus on Linux, Qt's native path on macOS, tray
+"""Desktop notifications: freedesktop D-Bus on Linux, Notification Center on macOS, tray
 balloon otherwise.
 
-macOS: ``QSystemTrayIcon.showMessage`` posts to Notification Center (through
-``NSUserNotificationCenter``, whose delegate Qt sets, so a click comes back as
-``messageClicked``; qcocoasystemtrayicon.mm). Its ``msecs`` argument removes the
-notification from Notification Center after that long, so macOS passes 0: it stays until
-the user clears it. (A pyobjc ``NSUserNotification`` without a delegate, used before, lost
-every click.) Notification Center needs a bundle id: from a plain ``python -m exotray``
-nothing is shown; the built exotray.app has one.
+macOS: each notification goes to UNUserNotificationCenter with its key in ``userInfo``
+(`notify_macos`), so a click on any of them, the latest or an older one still in
+Notification Center, opens that notification's own link. Where that center cannot be
+used (pyobjc-framework-UserNotifications missing, no bundle identifier as from a plain
+``python -m exotray``, notifications not authorized) Qt's ``QSystemTrayIcon.showMessage``
+posts, with ``msecs`` 0 so that Notification Center keeps it; its click names no
+notification and Qt cannot remove delivered ones before posting, so a click opens the
+latest's link only when no other can be there, else the events timeline (`EVENTS_KEY`;
+`notify_macos.QtPathClicks` says why).
 
 Linux: ``QSystemTrayIcon.showMessage`` does not go through D-Bus while the icon lives in an
 XEmbed tray, so we call ``org.freedesktop.Notifications.Notify`` ourselves and listen for
@@ -32,9 +34,10 @@ That call blocks for at most ``DBUS_TIMEOUT_MS`` (a local round trip takes ~10 m
 One bubble per key: a notification with a (non-empty) ``key`` replaces the one still on screen
 for that key. On D-Bus the daemon's id for the key's last notification goes out as
 ``replaces_id`` (forgotten on ``NotificationClosed``), so a link's "cleared" takes the place of
-its "saturated" bubble; different keys are independent. The tray balloon (and macOS
-through Qt) reports a click for the last message only; a click opens that message's link.
-Every backend uses the daemon's default expiry (``EXPIRE_DEFAULT``), never "until dismissed".
+its "saturated" bubble; different keys are independent (on macOS a key is the request's
+identifier, which replaces a delivered one the same way). The tray balloon shows one
+message at a time, so a click is for the last one and opens its link. Every backend uses
+the daemon's default expiry (``EXPIRE_DEFAULT``), never "until dismissed".
 
 Bodies carry peers' names, which other hosts choose. A daemon that advertises
 ``body-markup`` (dunst, GNOME, KDE) renders the body as markup, and with
@@ -70,6 +73,9 @@ from PySide6.QtCore import (
 )
 from PySide6.QtWidgets import QSystemTrayIcon
 
+from exotray.ui.tray import notify_macos
+from exotray.ui.tray.notify_macos import CenterNotifications
+
 log = logging.getLogger(__name__)
 
 SERVICE = "org.freedesktop.Notifications"
@@ -82,6 +88,9 @@ TRAY_MESSAGE_MS = 10_000
 #: macOS: 0 keeps the notification in Notification Center (any other value removes it
 #: after that many ms)
 MACOS_MESSAGE_MS = 0
+#: what `activated` carries when a click on macOS's fallback path may be for any of several
+#: notifications: the app opens the events timeline
+EVENTS_KEY = "events:timeline"
 MAX_TRACKED_IDS = 256  # ids we remember for clicks if a daemon never says they closed
 _SEED_PATH = "/org/exotray/NotificationsIntrospection"
 _TYPED_NOTIFY = b"Notify(QString,uint,QString,QString,QString,QStringList,QVariantMap,int)"
@@ -127,8 +136,8 @@ def _dbus():
 
 def detect_backend(connection=None) -> str:
     """Return "dbus" when a notification daemon is on the session bus, "macos" on macOS
-    (Qt's Notification Center path), else "tray". `connection` (a QDBusConnection)
-    defaults to the session bus."""
+    (Notification Center: `notify_macos`, else Qt's path), else "tray". `connection` (a
+    QDBusConnection) defaults to the session bus."""
     if sys.platform == "darwin":
         return "macos"
     try:
@@ -175,6 +184,7 @@ class Notifier(QObject):
         *,
         backend: str | None = None,
         connection=None,
+        center: CenterNotifications | None = None,
     ) -> None:
         super().__init__(parent)
         self.app_name = app_name
@@ -192,6 +202,13 @@ class Notifier(QObject):
         self.backend: str = backend or detect_backend(connection)
         if self.backend == "dbus" and not self._setup_dbus():
             self.backend = "tray"
+        self._qt_clicks = notify_macos.QtPathClicks()  # macOS through Qt
+        self._center: CenterNotifications | None = None
+        if self.backend == "macos":
+            self._center = center if center is not None else self._open_center()
+            if self._center is not None:
+                self._center.clicked.connect(self.activated)
+                self._center.unavailable.connect(self._center_unavailable)
         if tray is not None:
             tray.messageClicked.connect(self._on_message_clicked)
 
@@ -210,7 +227,8 @@ class Notifier(QObject):
             if self.backend == "dbus" and self._notify_dbus(title, body, key, urgency):
                 return
             if self.backend == "macos":
-                self._notify_tray(title, body, key, urgency, msecs=MACOS_MESSAGE_MS)
+                if self._center is None or not self._center.post(title, body, key):
+                    self._notify_tray(title, body, key, urgency, msecs=MACOS_MESSAGE_MS)
                 return
             self._notify_tray(title, body, key, urgency)
         except Exception as exc:
@@ -240,9 +258,28 @@ class Notifier(QObject):
         if self._tray is not None:
             with contextlib.suppress(RuntimeError, TypeError):
                 self._tray.messageClicked.disconnect(self._on_message_clicked)
+        if self._center is not None:
+            self._center.close()
+            self._center = None
         self._keys.clear()
         self._ids.clear()
         self._last_key = None
+
+    # ------------------------------------------------------------------ macOS
+
+    def _open_center(self) -> CenterNotifications | None:
+        found, why = notify_macos.open_center()
+        if found is None:
+            log.info("macOS notifications through Qt: %s", why)
+        return CenterNotifications(*found, parent=self) if found else None
+
+    def _center_unavailable(self, why: str) -> None:
+        """Denied or refused: Qt's path from now on, for what waited too."""
+        self._log_once("center", "macOS notifications through Qt from now on: %s", why)
+        if self._center is not None:  # (its post() says False from now on)
+            waiting, self._center.waiting = self._center.waiting, []
+            for title, body, key in waiting:
+                self._notify_tray(title, body, key, "normal", msecs=MACOS_MESSAGE_MS)
 
     # ------------------------------------------------------------------ D-Bus
 
@@ -372,11 +409,16 @@ class Notifier(QObject):
                 else QSystemTrayIcon.MessageIcon.Information)  # fmt: skip
         # One balloon at a time: showMessage replaces the previous one, so a key's new
         # message replaces its old one too (and so does any other key's); a click is for
-        # the message on screen, i.e. the last one.
+        # the message on screen, i.e. the last one. Not on macOS: see the module doc.
         self._last_key = key
+        if self.backend == "macos":
+            self._qt_clicks.posted()
         self._tray.showMessage(title, body, icon, msecs)
 
     def _on_message_clicked(self) -> None:
+        if self.backend == "macos" and not self._qt_clicks.clicked():
+            self.activated.emit(EVENTS_KEY)  # which one was clicked is not known
+            return
         if self._last_key is not None:
             self.activated.emit(self._last_key)
 
