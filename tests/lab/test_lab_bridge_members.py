@@ -10,10 +10,12 @@ forwarding table. Root only (conftest skips otherwise, saying why); run under
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import netlab
@@ -78,6 +80,39 @@ def test_bridge_member_for_each_peer() -> None:
         # a peer that never spoke is nowhere: None, not a wrong member
         assert _probe(lab, lab.bridge, f"10.213.{lab.net}.77")["via"] == {
             f"10.213.{lab.net}.77": None}
+
+
+def _ipv6_link_local(run, ifname: str) -> str:
+    """Turn IPv6 on for `ifname` (netlab turns it off) and wait, bounded, for its
+    link-local address to leave DAD ("tentative")."""
+    run("sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=0")
+    for _ in range(50):  # at most 10 s
+        out = run("ip", "-6", "-o", "addr", "show", "dev", ifname, "scope", "link")
+        if "fe80::" in out and "tentative" not in out:
+            return out.split("inet6 ", 1)[1].split("/", 1)[0]
+        time.sleep(0.2)
+    raise AssertionError(f"no usable link-local address on {ifname}: {out!r}")
+
+
+@pytest.mark.needs("ping")
+def test_bridge_member_for_an_ipv6_peer() -> None:
+    """Issue 35 point 6: an IPv6 peer's member comes from the kernel's neighbour table
+    too, whichever way its address is written (with its zone, uncompressed, upper case):
+    pyroute2 matched only the kernel's compressed text."""
+    with netlab.Lab(2, monitor=False) as lab:
+        h1, h2 = lab.hosts
+        _ipv6_link_local(lab.bridge_exec, lab.bridge)
+        for h in (h1, h2):
+            _ipv6_link_local(lab.bridge_exec, h.bridge_port)
+        peers = {h.bridge_port: _ipv6_link_local(h.exec, h.veth) for h in (h1, h2)}
+        for ll in peers.values():
+            out = lab.bridge_exec("ping", "-6", "-n", "-c", "2", "-i", "0.2", "-W", "2",
+                                  f"{ll}%{lab.bridge}", check=False, timeout=15)
+            assert " 0% packet loss" in out, out
+        for port, ll in peers.items():
+            full = ipaddress.IPv6Address(ll).exploded.upper()
+            for written in (ll, f"{ll}%{lab.bridge}", full):
+                assert _probe(lab, lab.bridge, written)["via"] == {written: port}, written
 
 
 def test_bond_lists_its_members() -> None:

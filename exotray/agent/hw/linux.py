@@ -23,6 +23,7 @@ come from /proc/net/arp.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import re
 import socket
@@ -332,9 +333,15 @@ _NUD_UNUSABLE = 0x01 | 0x20 | 0x40
 def neighbour_mac(ip: str, ifname: str, proc_arp: str = PROC_ARP,
                   ipr_factory: Any = None) -> str | None:
     """The link-layer address of neighbour `ip` on `ifname`: netlink RTM_GETNEIGH through
-    pyroute2 where installed (IPv4 and IPv6), else /proc/net/arp (IPv4). RuntimeError when
-    called on a thread running an event loop."""
+    pyroute2 where installed (IPv4 and IPv6), else /proc/net/arp (IPv4). An IPv6 address
+    may come with its zone (``fe80::1%br0``) or uncompressed: pyroute2 compares NDA_DST as
+    the kernel's compressed text, so it is asked in that form. RuntimeError when called
+    on a thread running an event loop."""
     _require_off_loop()
+    try:
+        ip = str(ipaddress.ip_address(str(ip).split("%", 1)[0].strip()))
+    except ValueError:
+        return None
     if ipr_factory is None:
         try:
             from pyroute2 import IPRoute as ipr_factory
