@@ -21,35 +21,56 @@ OUT = os.environ["XT_COUNT_OUT"]
 AFTER = float(os.environ.get("XT_COUNT_AFTER", "10"))
 PROFILE = os.environ.get("XT_COUNT_PROFILE") == "1"
 
-state = {"on": False, "wakeups": 0, "t0": 0.0, "c0": 0.0}
+state = {"on": False, "wakeups": 0, "empty": 0, "runs": 0, "t0": 0.0, "c0": 0.0}
 kinds: collections.Counter[str] = collections.Counter()
+#: timers cancelled before they were due, by callback kind: the loop still wakes for each
+#: at its time (a cancelled handle stays in the heap until popped), running nothing
+cancelled: collections.Counter[str] = collections.Counter()
 profiler = cProfile.Profile(time.process_time)
 
 _run_once = asyncio.base_events.BaseEventLoop._run_once  # type: ignore[attr-defined]
 _handle_run = asyncio.events.Handle._run
+_timer_cancel = asyncio.events.TimerHandle.cancel
+
+
+def _kind(cb) -> str:
+    owner = getattr(cb, "__self__", None)
+    if isinstance(owner, asyncio.Task):
+        name = owner.get_name().split("-")[0]
+        return f"task {name}: {getattr(owner.get_coro(), '__qualname__', '?')}"
+    if isinstance(owner, asyncio.Future):  # e.g. wait_for's or timeout()'s deadline
+        return f"{getattr(cb, '__qualname__', '?')} of a {type(owner).__name__}"
+    return getattr(cb, "__qualname__", None) or type(cb).__name__
 
 
 def run_once(self):
-    if state["on"]:
-        state["wakeups"] += 1
-    return _run_once(self)
+    if not state["on"]:
+        return _run_once(self)
+    state["wakeups"] += 1
+    before = state["runs"]
+    try:
+        return _run_once(self)
+    finally:
+        if state["runs"] == before:
+            state["empty"] += 1
 
 
 def handle_run(self):
     if state["on"]:
-        cb = self._callback
-        owner = getattr(cb, "__self__", None)
-        if isinstance(owner, asyncio.Task):
-            name = owner.get_name().split("-")[0]
-            kind = f"task {name}: {getattr(owner.get_coro(), '__qualname__', '?')}"
-        else:
-            kind = getattr(cb, "__qualname__", None) or type(cb).__name__
-        kinds[kind] += 1
+        state["runs"] += 1
+        kinds[_kind(self._callback)] += 1
     return _handle_run(self)
+
+
+def timer_cancel(self):
+    if state["on"] and not self._cancelled and self._scheduled:
+        cancelled[_kind(self._callback)] += 1
+    return _timer_cancel(self)
 
 
 asyncio.base_events.BaseEventLoop._run_once = run_once  # type: ignore[attr-defined]
 asyncio.events.Handle._run = handle_run  # type: ignore[method-assign]
+asyncio.events.TimerHandle.cancel = timer_cancel  # type: ignore[method-assign]
 
 
 def start() -> None:
@@ -70,7 +91,9 @@ async def counted(coro):
             wall = time.monotonic() - state["t0"]
             with open(OUT + ".json", "w") as f:
                 json.dump({"seconds": wall, "cpu_s": time.process_time() - state["c0"],
-                           "wakeups": state["wakeups"],
+                           "wakeups": state["wakeups"], "empty_passes": state["empty"],
+                           "cancelled_timers_per_s": {k: round(v / wall, 2)
+                                                      for k, v in cancelled.most_common(15)},
                            "callbacks_per_s": {k: round(v / wall, 2)
                                                for k, v in kinds.most_common(30)}}, f)
 
