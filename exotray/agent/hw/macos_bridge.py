@@ -1,9 +1,10 @@
 """macOS: the member port of a bridge (the Thunderbolt Bridge ``bridge0``, members
-``en1``…``en5``) through which a peer is reached — the ARP table gives the peer's MAC, the
-bridge's address cache gives the member that MAC was learned on. The Linux counterpart is
+``en1``…``en5``) through which a peer is reached — the ARP table (IPv4) or the neighbour
+table (IPv6) gives the peer's MAC, the bridge's address cache gives the member that MAC
+was learned on. The Linux counterpart is
 :func:`exotray.agent.hw.linux.bridge_member_for_peer`.
 
-Pure parsers (text in, values out; never raise) plus one thin runner that calls two
+Pure parsers (text in, values out; never raise) plus one thin runner that calls the
 commands through the :data:`~exotray.agent.hw.macos.Runner` seam. Synchronous and
 read-only: the agent calls it off its event loop. Neither command needs root.
 
@@ -26,7 +27,11 @@ tests/fixtures/macos/README.md):
   table is read (one line per entry, exit status 0) rather than ``arp -n IP``, which exits
   1 when the IP has no entry and prints every interface's entry for that IP.
 
-IPv4 only: an IPv6 peer's MAC is in the NDP table (``ndp -an``), not read here.
+* ``ndp -an`` — the neighbour table, in the columns its man page ndp(8) names for ``-a``:
+  ``Neighbor`` (the IPv6 address, a link-local one with ``%interface``), ``Linklayer
+  Address`` (no leading zeros, or ``(incomplete)``), ``Netif``, ``Expire``, ``S``, flags,
+  under one header line: ``fe80::3408:1fff:fe00:ac1%bridge0  36:8:1f:0:a:c1  bridge0
+  23h59m54s S``. The whole table is read, once a round, as ``arp -an`` is.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from exotray.agent.hw.macos import CMD_TIMEOUT_S, Runner, run_command
 logger = logging.getLogger(__name__)
 
 ARP_CMD = ("arp", "-an")
+NDP_CMD = ("ndp", "-an")
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.]{0,15}")
 _OCTET = re.compile(r"[0-9A-Fa-f]{1,2}")
@@ -154,6 +160,56 @@ def arp_mac(text: object, ip: str, interface: str) -> str | None:
     return None
 
 
+# --------------------------------------------------------------------------- NDP
+
+
+@dataclass(frozen=True)
+class NdpEntry:
+    """One line of ``ndp -an``."""
+
+    ip: str  # compressed, without its zone
+    mac: str | None  # normalised; None when "(incomplete)"
+    interface: str
+
+
+_NDP_LINE = re.compile(
+    r"^(?P<ip>[0-9A-Fa-f:.]+)(?:%\S+)?\s+(?P<ll>\S+)\s+(?P<ifname>\S+)\s+\S+")
+
+
+def parse_ndp(text: object) -> list[NdpEntry]:
+    """Entries of ``ndp -an`` output; the header and lines that are not entries are
+    skipped. Never raises."""
+    if not isinstance(text, str):
+        return []
+    entries = []
+    for line in text.splitlines():
+        m = _NDP_LINE.match(line.strip())
+        if not m or not _NAME.fullmatch(m.group("ifname")):
+            continue
+        try:
+            ip = str(ipaddress.IPv6Address(m.group("ip")))
+        except ValueError:
+            continue
+        entries.append(NdpEntry(ip, normalize_mac(m.group("ll")), m.group("ifname")))
+    return entries
+
+
+def ndp_mac(text: object, ip: str, interface: str) -> str | None:
+    """The unicast MAC that ``ndp -an`` output gives for IPv6 ``ip`` on ``interface``."""
+    for e in parse_ndp(text):
+        if e.ip == ip and e.interface == interface and e.mac and not int(e.mac[:2], 16) & 1:
+            return e.mac
+    return None
+
+
+def _peer_address(peer_ip: object) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """A peer's address as a link names it (``fe80::1%bridge0`` too: the zone goes)."""
+    try:
+        return ipaddress.ip_address(str(peer_ip).strip().split("%", 1)[0])
+    except ValueError:
+        return None
+
+
 # --------------------------------------------------------------------------- runner
 
 
@@ -161,9 +217,9 @@ def bridge_member_for_peer(bridge: str, peer_ip: str, runner: Runner = run_comma
                            mac: str | None = None) -> str | None:
     """The member of ``bridge`` (``"en3"``) through which ``peer_ip`` is reached, or
     ``None`` when it cannot be known: the peer is not (or incompletely) in the ARP table
-    on that bridge, its MAC is not (or no longer) in the bridge's address cache, a command
-    failed (logged by the runner), or the address is not IPv4. ``mac`` skips the ARP
-    lookup when the caller knows it."""
+    (IPv4) or the neighbour table (IPv6) on that bridge, its MAC is not (or no longer) in
+    the bridge's address cache, a command failed (logged by the runner), or the address
+    is not one. ``mac`` skips the table lookup when the caller knows it."""
     if mac is not None:
         if not _valid_bridge(bridge) or (mac := normalize_mac(mac)) is None:
             return None
@@ -175,25 +231,27 @@ def bridge_member_for_peer(bridge: str, peer_ip: str, runner: Runner = run_comma
 def bridge_members_for_peers(pairs: list[tuple[str, str]], runner: Runner = run_command,
                              ) -> dict[tuple[str, str], str | None]:
     """`bridge_member_for_peer` for many (bridge, peer) pairs at once: ``arp -an`` runs
-    once, ``ifconfig bridgeN addr`` once per bridge that a found MAC needs (issue 35: they
-    ran once per pair, every 30 s, every 5 s while unknown)."""
+    once if an IPv4 peer needs it, ``ndp -an`` once if an IPv6 one does, ``ifconfig
+    bridgeN addr`` once per bridge that a found MAC needs (issue 35: they ran once per
+    pair, every 30 s, every 5 s while unknown)."""
     out: dict[tuple[str, str], str | None] = {}
-    arp: str | None = None
+    tables: dict[int, str] = {}  # 4: arp -an, 6: ndp -an
     caches: dict[str, dict[str, str]] = {}
     for bridge, peer_ip in pairs:
         out[(bridge, peer_ip)] = None
         if not _valid_bridge(bridge):
             continue
-        try:
-            ip = str(ipaddress.IPv4Address(str(peer_ip).strip()))
-        except ValueError:
-            logger.debug("bridge_member_for_peer: %r is not IPv4; not looked up", peer_ip)
+        ip = _peer_address(peer_ip)
+        if ip is None:
+            logger.debug("bridge_member_for_peer: %r is not an IP address", peer_ip)
             continue
-        if arp is None:
-            arp = runner(ARP_CMD, CMD_TIMEOUT_S) or ""
-        mac = arp_mac(arp, ip, bridge)
+        if ip.version not in tables:
+            tables[ip.version] = runner(ARP_CMD if ip.version == 4 else NDP_CMD,
+                                        CMD_TIMEOUT_S) or ""
+        find = arp_mac if ip.version == 4 else ndp_mac
+        mac = find(tables[ip.version], str(ip), bridge)
         if mac is None:
-            logger.debug("bridge_member_for_peer: no ARP entry for %s on %s", ip, bridge)
+            logger.debug("bridge_member_for_peer: no neighbour entry for %s on %s", ip, bridge)
             continue
         if bridge not in caches:
             caches[bridge] = parse_address_cache(
