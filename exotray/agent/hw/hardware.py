@@ -186,7 +186,7 @@ class Hardware:
             asyncio.to_thread(self._resolve, due), name="hw-members")
 
     def _resolve(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
-        """A round's pairs: at once where the reader can (macOS: `arp -an` once, each
+        """A round's pairs: at once where the reader can (macOS: `arp -an`, `ndp -an`, each
         bridge's address cache once), else one by one."""
         batch = getattr(self.reader, "members_for_peers", None)
         if batch is not None:

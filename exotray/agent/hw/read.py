@@ -176,7 +176,7 @@ class MacReader:
 
     def members_for_peers(self, pairs: list[tuple[str, str]],
                           ) -> dict[tuple[str, str], str | None]:
-        """A round of pairs at once: `arp -an` once, each bridge's cache once."""
+        """A round of pairs at once: `arp -an`, `ndp -an`, each bridge's cache once."""
         if self.member_finder is not None:
             return {(b, ip): self.member_finder(b, ip) for b, ip in pairs}
         return hw_macos_bridge.bridge_members_for_peers(pairs, self.runner)
