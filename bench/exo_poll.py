@@ -36,7 +36,7 @@ from exotray.agent.exo import state as exo
 from exotray.agent.exo.watch import ExoWatch
 from exotray.core.capacity import Capacity
 
-ME = "6a1f0c2e-93b4-4d7a-b0f1-1c2d3e4f5a60"
+ME = "6a1f0c2e93b44d7ab0f11c2d3e4f5a60"
 
 
 def state_of(n: int) -> bytes:

@@ -35,7 +35,7 @@ def main(out: Path) -> int:
         tmp = Path(tmp_s)
         (tmp / "exo").mkdir()
         exo = StandIn(tmp / "exo").start()
-        me, peer = "6a1f0c2e-93b4-4d7a-b0f1-1c2d3e4f5a60", "b2c4e6f8-0a1b-4c3d-8e5f-6a7b8c9d0e1f"
+        me, peer = "6a1f0c2e93b44d7ab0f11c2d3e4f5a60", "b2c4e6f80a1b4c3d8e5f6a7b8c9d0e1"
         nodes = {me: {"name": "studio-1", "interfaces": [("lo", "127.0.0.1", "unknown")]},
                  peer: {"name": "studio-2", "interfaces": [("lo", "127.0.0.2", "unknown")]}}
         ring = ex.ring_instance("1e5c6f0a-7b8c-4d9e-a0b1-c2d3e4f5a6b7", ex.MODEL_70B,

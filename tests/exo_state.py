@@ -23,18 +23,40 @@ b5375f8cee4368d09e1ce96a56b9f81fb0bc81aa (github exo-explore/exo, June 2026):
   `NodeRdmaCtlStatus` (`enabled`).
 - `src/exo/shared/topology.py` `TopologySnapshot` (`nodes`, `connections`: plain
   BaseModel, no aliases), `shared/types/topology.py` `SocketConnection`
-  (`sinkMultiaddr: {address, address_type}`), `RDMAConnection`.
+  (`sinkMultiaddr`: `shared/types/multiaddr.py` `Multiaddr`, a plain BaseModel whose
+  computed fields serialise too: `{address, address_type, ip_address, port}`; the port is
+  exo's API port, 52415, `worker/main.py` `_poll_connection_updates`) and `RDMAConnection`
+  (`sourceRdmaIface`, `sinkRdmaIface`: `shared/apply.py` `MacThunderboltConnections`
+  joins two nodes' `nodeThunderbolt` entries by domain UUID).
+- `src/exo/shared/types/thunderbolt.py` `ThunderboltIdentifier` (`nodeThunderbolt`:
+  `{node: {interfaces: [{rdmaInterface, domainUuid, linkSpeed}]}}`, one per host
+  receptacle: `rdma_` + the device of hardware port "Thunderbolt N", and the receptacle's
+  `current_speed_key`, "80 Gb/s" cabled, "Up to 120 Gb/s" not); `shared/types/profiling.py`
+  `ThunderboltBridgeStatus` (`enabled`, `exists`, `serviceName`); `shared/topology.py`
+  `get_thunderbolt_bridge_cycles` (`thunderboltBridgeCycles`).
+- `src/exo/routing/router.py` `get_node_zid`: a node id is `os.urandom(16).hex()` with its
+  leading zeros stripped (up to 32 hex digits; exo before June 2026 used libp2p peer ids).
 - `src/exo/api/main.py`: `/node_id` returns the node id (a JSON string), `/state` the State.
+
+`tests/fixtures/exo/check_with_exo.py` builds the same documents with exo's own models
+and functions (run where exo's source imports) and says where they differ.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 EXO_COMMIT = "b5375f8cee4368d09e1ce96a56b9f81fb0bc81aa"
 MODEL_70B = "mlx-community/Llama-3.3-70B-Instruct-4bit"
 MODEL_8B = "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit"
+#: exo's API port: the port of every topology edge's sinkMultiaddr
+API_PORT = 52415
+
+
+SAMPLING = ("temperature", "topP", "topK", "minP", "repetitionPenalty", "presencePenalty",
+            "frequencyPenalty")
 
 
 def model_card(model_id: str, n_layers: int = 80) -> dict[str, Any]:
@@ -45,14 +67,19 @@ def model_card(model_id: str, n_layers: int = 80) -> dict[str, Any]:
         "family": "llama", "quantization": "4bit", "baseModel": "Llama 3.3 70B",
         "capabilities": ["text"], "backends": ["MlxMetal"], "reasoningDialect": "none",
         "contextLength": 131072, "usesCfg": False, "trustRemoteCode": True,
-        "isCustom": False, "vision": None, "samplingDefaults": {},
+        "isCustom": False, "vision": None,
+        # shared/models/model_cards.py SamplingDefaults: every field dumps, None or not
+        "samplingDefaults": {**dict.fromkeys(SAMPLING), "thinking": None,
+                             "nonThinking": None},
     }
 
 
 def shard_assignments(model_id: str, nodes: list[str], tag: str = "PipelineShardMetadata",
                       n_layers: int = 80) -> dict[str, Any]:
     per = n_layers // len(nodes)
-    runners = {n: f"runner-{n[:8]}-{model_id[-4:]}" for n in nodes}
+    # a RunnerId is a uuid4 in exo (shared/types/common.py Id); here one made from the
+    # node and model, so that the fixtures build the same every time
+    runners = {n: str(uuid.uuid5(uuid.NAMESPACE_URL, f"{n}/{model_id}")) for n in nodes}
     return {
         "modelId": model_id,
         "runnerToShard": {
@@ -104,26 +131,52 @@ def jaccl_instance(instance_id: str, model_id: str, nodes: list[str],
     }}
 
 
-def state(instances: dict[str, Any], nodes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def multiaddr(ip: str, port: int = API_PORT) -> dict[str, Any]:
+    """A `Multiaddr` as pydantic dumps it: its computed fields too."""
+    v4 = "." in ip
+    return {"address": f"/{'ip4' if v4 else 'ip6'}/{ip}/tcp/{port}",
+            "address_type": "ip4" if v4 else "ip6", "ip_address": ip, "port": port}
+
+
+def tb_ident(device: str, domain_uuid: str, link_speed: str) -> dict[str, str]:
+    """One `nodeThunderbolt` interface: a host receptacle whose hardware port's device is
+    `device` (exo: `rdma_` + that device) and its `current_speed_key`."""
+    return {"rdmaInterface": f"rdma_{device}", "domainUuid": domain_uuid,
+            "linkSpeed": link_speed}
+
+
+def state(instances: dict[str, Any], nodes: dict[str, dict[str, Any]],
+          rdma_edges: dict[tuple[str, str], tuple[str, str]] | None = None,
+          cycles: list[list[str]] | None = None) -> dict[str, Any]:
     """A whole State. `nodes`: node id -> {"name", "interfaces": [(name, ip, type)],
-    "rdma": bool | None}."""
+    "rdma": bool | None, and optionally "thunderbolt": [tb_ident(...)], "tb_bridge":
+    {"enabled", "exists", "serviceName"}}. A socket edge from every node to every address
+    of every other node (`utils/info_gatherer/net_profile.py` `check_reachable` asks each
+    one's /node_id), but loopback (there the asking node's own exo answers, not the
+    expected one); `rdma_edges`: (source, sink) -> (source's rdma interface, sink's),
+    after the pair's socket edges."""
     conns: dict[str, dict[str, list]] = {}
     for a in nodes:
         for b, info in nodes.items():
-            if a != b:
-                conns.setdefault(a, {})[b] = [
-                    {"sinkMultiaddr": {"address": f"/ip4/{ip}/tcp/52414",
-                                       "address_type": "ip4"}}
-                    for _, ip, _ in info["interfaces"]]
+            if a == b:
+                continue
+            edges: list[dict[str, Any]] = [
+                {"sinkMultiaddr": multiaddr(ip)} for _, ip, _ in info["interfaces"]
+                if not ip.startswith("127.")]
+            if (a, b) in (rdma_edges or {}):
+                src, sink = rdma_edges[(a, b)]  # type: ignore[index]
+                edges.append({"sourceRdmaIface": src, "sinkRdmaIface": sink})
+            conns.setdefault(a, {})[b] = edges
     return {
         "instances": instances,
         "runners": {},
         "downloads": {},
         "tasks": {},
-        "lastSeen": {n: "2026-06-22T13:40:00.000000Z" for n in nodes},
+        "lastSeen": {n: "2026-06-22T13:40:00Z" for n in nodes},
         "topology": {"nodes": list(nodes), "connections": conns},
         "lastEventAppliedIdx": 412,
-        "nodeIdentities": {n: {"modelId": "Mac16,9", "chipId": "Apple M4 Max",
+        "nodeIdentities": {n: {"modelId": i.get("model", "Mac16,9"),
+                               "chipId": i.get("chip", "Apple M4 Max"),
                                "friendlyName": i["name"], "osVersion": "26.2",
                                "osBuildVersion": "25C56"} for n, i in nodes.items()},
         "nodeMemory": {},
@@ -132,12 +185,14 @@ def state(instances: dict[str, Any], nodes: dict[str, dict[str, Any]]) -> dict[s
         "nodeNetwork": {n: {"interfaces": [{"name": nm, "ipAddress": ip, "interfaceType": t}
                                            for nm, ip, t in i["interfaces"]]}
                         for n, i in nodes.items()},
-        "nodeThunderbolt": {},
-        "nodeThunderboltBridge": {},
+        "nodeThunderbolt": {n: {"interfaces": i["thunderbolt"]} for n, i in nodes.items()
+                            if "thunderbolt" in i},
+        "nodeThunderboltBridge": {n: i["tb_bridge"] for n, i in nodes.items()
+                                  if "tb_bridge" in i},
         "nodeRdmaCtl": {n: {"enabled": i["rdma"]} for n, i in nodes.items()
                         if i.get("rdma") is not None},
         "nodeBackends": {n: ["MlxMetal"] for n in nodes},
-        "thunderboltBridgeCycles": [],
+        "thunderboltBridgeCycles": cycles or [],
         "instanceLinks": {},
         "prefillServerPorts": {},
         "customModelCards": {},

@@ -25,8 +25,8 @@ from helpers import wait_for
 
 PORT = 52480
 EXO_PORT = 52415
-H1 = "6a1f0c2e-93b4-4d7a-b0f1-1c2d3e4f5a60"
-H2 = "b2c4e6f8-0a1b-4c3d-8e5f-6a7b8c9d0e1f"
+H1 = "6a1f0c2e93b44d7ab0f11c2d3e4f5a60"
+H2 = "b2c4e6f80a1b4c3d8e5f6a7b8c9d0e1"
 STANDIN = Path(__file__).resolve().parents[1] / "exo_standin.py"
 
 

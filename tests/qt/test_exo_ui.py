@@ -15,8 +15,8 @@ from exotray.ui.app import App
 from exotray.ui.link.model import EXO, exo_cell
 from exotray.ui.tray import summary
 
-NODE = "6a1f0c2e-93b4-4d7a-b0f1-1c2d3e4f5a60"
-PEER = "b2c4e6f8-0a1b-4c3d-8e5f-6a7b8c9d0e1f"
+NODE = "6a1f0c2e93b44d7ab0f11c2d3e4f5a60"
+PEER = "b2c4e6f80a1b4c3d8e5f6a7b8c9d0e1"
 SHORT = "Llama-3.3-70B-Instruct-4bit"
 
 

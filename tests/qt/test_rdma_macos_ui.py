@@ -25,7 +25,7 @@ from exotray.ui.link.view import LinkDetails
 from exotray.ui.topology.view import TopologyView
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
-NODE = "6a1f0c2e-93b4-4d7a-b0f1-1c2d3e4f5a60"  # studio-1: rank 0, rdma_en3 to studio-2
+NODE = "6a1f0c2e93b44d7ab0f11c2d3e4f5a60"  # studio-1: rank 0, rdma_en3 to studio-2
 PEER = "169.254.20.11"
 NIC = NicInfo("en3", True, None, ("169.254.20.10",), (("169.254.20.10", 16),),
               multicast=True)

@@ -19,9 +19,12 @@ from exotray.agent.exo.state import (
 )
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "exo"
-A = "6a1f0c2e-93b4-4d7a-b0f1-1c2d3e4f5a60"  # studio-1, "us"
-B = "b2c4e6f8-0a1b-4c3d-8e5f-6a7b8c9d0e1f"  # studio-2
-C = "c0ffee00-1111-4222-8333-944455556666"  # mini-3
+# exo's node ids: hex, leading zeros stripped (build_fixtures.py)
+A = "6a1f0c2e93b44d7ab0f11c2d3e4f5a60"  # studio-1, "us"
+B = "b2c4e6f80a1b4c3d8e5f6a7b8c9d0e1"  # studio-2
+C = "c0ffee0011114222833394445555666"  # mini-3
+#: studio-1 in the exo of December 2025, whose node ids were libp2p peer ids
+OLD_A = "12D3KooWEvVHeWwhGfT1nV7jLRyBzE3TXcVqF8aX2mQpN5dKs6Ja"
 
 
 def load(name: str, node_id: str | None = A) -> exo.ExoState:
@@ -161,7 +164,7 @@ def test_an_old_exo_ring_without_node_id_marks_only_our_neighbours():
 
 
 def test_an_exo_of_another_version():
-    st = load("old_exo_f5783d64.json")
+    st = load("old_exo_f5783d64.json", OLD_A)
     ring, ibv = st.instances
     assert (ring.backend, ring.model) == ("ring", "mlx-community/Llama-3.3-70B-Instruct-4bit")
     assert ring.neighbours == ("169.254.20.11", "169.254.20.10")
