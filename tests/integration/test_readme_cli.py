@@ -306,6 +306,8 @@ LIMIT_ROWS = {
     "FLAP_HOLD_S": ("a peer's changes of state", " one of each per {} s"),
     "MAX_EXO_READ_BYTES": ("the parts of exo's `/state` decoded", "| {} MiB |"),
     "MAX_EXO_PEERS_PER_INSTANCE": ("ring neighbours (or RDMA devices) kept per exo", "| {} |"),
+    "MAX_EXO_TB_PORTS": ("this node's Thunderbolt receptacles kept from exo", "| {} |"),
+    "MAX_EXO_TB_CYCLES": ("Thunderbolt Bridge loops of exo", "| {} |"),
     "MAX_EVENTS_PER_PEER_PER_DAY": ("events of one peer (or of this node's own)", "| {} |"),
     "MAX_UNSTORED_EVENTS": ("events waiting for a history database", "| {} |"),
     "MAX_LAN_HISTORY_READS": ("history reads (`/v1/history`", "| {} |"),

@@ -244,7 +244,8 @@ def test_only_what_links_need_is_read_and_kept():
     state = json.loads((FIX / "state_several.json").read_text())
     state["nodeIdentities"].update({f"n{i}": {"friendlyName": "x"} for i in range(20_000)})
     parts = decode_state(json.dumps(state).encode())
-    assert set(parts) == {"instances", "nodeNetwork", "nodeRdmaCtl"}
+    assert set(parts) == {"instances", "nodeNetwork", "nodeRdmaCtl", "nodeThunderbolt",
+                          "nodeThunderboltBridge", "thunderboltBridgeCycles"}
     assert parse_state(parts, A).instances == load("state_several.json").instances
     # a ring whose host list names 5000 addresses, an old one-list ring, a JACCL rank of
     # 5000 devices: the first 16 of each are kept

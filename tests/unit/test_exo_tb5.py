@@ -1,12 +1,14 @@
 """The exo reader on the Thunderbolt 5 fixture (tests/fixtures/exo/state_tb5.json, checked
 against exo's own code by check_with_exo.py): exo's hex node ids, socket edges whose
-sinkMultiaddr carries ip_address and port, RDMA edges."""
+sinkMultiaddr carries ip_address and port, RDMA edges, and what exo knows of this node's
+Thunderbolt ports and bridge (agent/exo/thunderbolt.py)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from exotray.agent.exo import thunderbolt
 from exotray.agent.exo.state import decode_state, link_instances, parse_state
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "exo"
@@ -43,3 +45,44 @@ def test_without_node_id_our_address_tells_which_hex_id_we_are():
     st = parse_state(decode_state(RAW), None, ["127.0.0.1", "10.0.1.22"])
     assert (st.node_id, st.identified_by) == (F, "network")
     assert st.instances[0].devices == ("rdma_en2", "rdma_en3")
+
+
+def test_exo_s_thunderbolt_facts_of_this_node():
+    tb = parse_state(decode_state(RAW), D).thunderbolt
+    assert [(p.interface, p.link_speed, p.speed_mbit) for p in tb.ports] == [
+        ("en2", "80 Gb/s", 80000), ("en3", "80 Gb/s", 80000),
+        # empty receptacles say their maximum: no link speed
+        *((f"en{n}", "Up to 120 Gb/s", None) for n in range(4, 8))]
+    assert tb.speeds() == {"en2": 80000.0, "en3": 80000.0}
+    assert (tb.bridge_enabled, tb.bridge_exists, tb.bridge_service) == (
+        True, True, "Thunderbolt Bridge")
+    assert (tb.cycles, tb.cycle) == (1, (D, E))
+    # studio-b: its cable to studio-c is a Thunderbolt 4 one; the loop from its side
+    tb = parse_state(decode_state(RAW), E).thunderbolt
+    assert tb.speeds() == {"en2": 80000.0, "en3": 40000.0}
+    assert tb.cycle == (E, D)
+    # studio-c: bridge off, in no loop
+    tb = parse_state(decode_state(RAW), F).thunderbolt
+    assert (tb.bridge_enabled, tb.cycles, tb.cycle) == (False, 1, ())
+
+
+def test_no_thunderbolt_facts_without_our_id_or_without_exo_s_parts():
+    assert parse_state(decode_state(RAW), "someone-else").thunderbolt == \
+        thunderbolt.ExoThunderbolt(cycles=1)
+    assert parse_state(decode_state(b'{"instances": {}}'), D).thunderbolt is None
+    assert parse_state(decode_state(RAW), None).thunderbolt is None
+
+
+def test_what_cannot_be_read_is_left_out_and_lists_are_bounded():
+    ports = [{"rdmaInterface": f"rdma_en{n}", "domainUuid": "x", "linkSpeed": "80 Gb/s"}
+             for n in range(100)]
+    ports[0:0] = [{"rdmaInterface": "en9"}, {"rdmaInterface": 7}, "junk",
+                  {"rdma_interface": "rdma_en1", "link_speed": "fast"}]
+    state = {"nodeThunderbolt": {D: {"interfaces": ports}},
+             "nodeThunderboltBridge": {D: {"enabled": "yes", "exists": True}},
+             "thunderboltBridgeCycles": [[f"n{i}" for i in range(40)] + [D]] * 500}
+    tb = thunderbolt.read(state, D)
+    assert tb.ports[0] == thunderbolt.TbPort("en1", "rdma_en1", "fast", None)
+    assert len(tb.ports) == 16
+    assert (tb.bridge_enabled, tb.bridge_exists) == (None, True)
+    assert tb.cycles == 500 and len(tb.cycle) == 16 and tb.cycle[0] == D

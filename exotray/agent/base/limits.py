@@ -120,8 +120,15 @@ EVENTS_FILE_MAX_BYTES = 16 << 20
 # -- the local exo node (exo/state.py) -----------------------------------------------------
 # Whatever listens on exo's port answers the agent's poll: any local process can.
 #: of exo's /state (up to 16 MiB) the parts links need (instances, nodeNetwork,
-#: nodeRdmaCtl) are decoded, at most this much of them in all (as Python objects JSON
-#: takes up to ~25 times its size, for the moment of a poll); over it exo is "unreadable"
+#: nodeRdmaCtl, and the Thunderbolt parts: nodeThunderbolt, nodeThunderboltBridge,
+#: thunderboltBridgeCycles) are decoded, at most this much of them in all (as Python
+#: objects JSON takes up to ~25 times its size, for the moment of a poll); over it exo is
+#: "unreadable"
 MAX_EXO_READ_BYTES = 2 << 20
 #: ring neighbours (or RDMA devices) kept per exo instance: exo's ring sends to two
 MAX_EXO_PEERS_PER_INSTANCE = 16
+#: this node's Thunderbolt receptacles kept from exo's nodeThunderbolt (a Mac has up to 8)
+MAX_EXO_TB_PORTS = 16
+#: Thunderbolt Bridge loops exo lists (thunderboltBridgeCycles) looked through for this
+#: node's; the one kept is cut to MAX_EXO_PEERS_PER_INSTANCE node ids
+MAX_EXO_TB_CYCLES = 64

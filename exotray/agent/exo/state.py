@@ -4,7 +4,8 @@ poll is `exo/watch.py`.
 
 The shapes come from exo's pydantic models (exo commit b5375f8c, June 2026):
 `src/exo/shared/types/state.py` (`State`: camelCase aliases, `instances`,
-`nodeIdentities`, `nodeNetwork`, `nodeRdmaCtl`), `shared/types/worker/instances.py`
+`nodeIdentities`, `nodeNetwork`, `nodeRdmaCtl`; the Thunderbolt parts: exo/thunderbolt.py),
+`shared/types/worker/instances.py`
 (`MlxRingInstance`: `hostsByNode`, `ephemeralPort`; `MlxJacclInstance`: `jacclDevices`,
 `jacclCoordinators`; each wrapped as `{"ClassName": {...}}` by `TaggedModel`),
 `shared/types/worker/runners.py` (`ShardAssignments`: `modelId`, `runnerToShard`,
@@ -21,7 +22,9 @@ Unknown keys are ignored; an instance that cannot be read is skipped and counted
 document that is not a JSON object is `ExoUnreadable`.
 
 Only what links need is read, and kept within bounds (issue 33 point 4): of `/state`'s
-parts `decode_state` decodes the instances, `nodeNetwork` and `nodeRdmaCtl` (every other
+parts `decode_state` decodes the instances, `nodeNetwork`, `nodeRdmaCtl` and the three
+Thunderbolt parts, `nodeThunderbolt`, `nodeThunderboltBridge`, `thunderboltBridgeCycles`
+(a few hundred bytes a node, read by exo/thunderbolt.py; every other
 part, `nodeIdentities`, tasks, downloads, topology and model cards among them, is skipped
 in msgspec's C parser, unread: a 13.9 MB answer cost 330 MiB as Python objects), at most
 MAX_EXO_READ_BYTES of them in all (over it the answer is unreadable); an instance keeps
@@ -44,6 +47,7 @@ from typing import Any
 import msgspec
 
 from exotray.agent.base.limits import MAX_EXO_READ_BYTES
+from exotray.agent.exo import thunderbolt
 from exotray.agent.exo.instances import (  # noqa: F401 (RING_*, MAX_TEXT: re-exported)
     MAX_TEXT,
     RING_PLACEHOLDER,
@@ -99,6 +103,8 @@ class ExoState:
     identified_by: str | None = None
     #: why this node could not be told apart (when `identified_by` is None)
     unidentified: str | None = None
+    #: exo's Thunderbolt ports, bridge and bridge loops of this node (None: none known)
+    thunderbolt: thunderbolt.ExoThunderbolt | None = None
 
 
 class _NodeId(msgspec.Struct):
@@ -139,6 +145,12 @@ class _Parts(msgspec.Struct):
     node_network: msgspec.Raw = _NOTHING
     nodeRdmaCtl: msgspec.Raw = _NOTHING
     node_rdma_ctl: msgspec.Raw = _NOTHING
+    nodeThunderbolt: msgspec.Raw = _NOTHING
+    node_thunderbolt: msgspec.Raw = _NOTHING
+    nodeThunderboltBridge: msgspec.Raw = _NOTHING
+    node_thunderbolt_bridge: msgspec.Raw = _NOTHING
+    thunderboltBridgeCycles: msgspec.Raw = _NOTHING
+    thunderbolt_bridge_cycles: msgspec.Raw = _NOTHING
 
 
 _PARTS = msgspec.json.Decoder(_Parts)
@@ -270,7 +282,7 @@ def parse_state(state: Mapping[str, Any], node_id: str | None,
         enabled = mine.get("enabled") if isinstance(mine, dict) else None
         rdma = enabled if isinstance(enabled, bool) else None
     return ExoState(node_id, tuple(instances), skipped, tuple(dict.fromkeys(reasons))[:4],
-                    rdma, identified_by, unidentified)
+                    rdma, identified_by, unidentified, thunderbolt.read(state, node_id))
 
 
 def rdma_port(device: str) -> str | None:
