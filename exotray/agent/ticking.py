@@ -10,8 +10,9 @@ every tick   the byte counters of the links' carriers (all interfaces' where tho
              queueing) of the links that may be busy (probe/pacing.py); probes to links that
              need the full rate; replies read, overdue probes declared lost, liveness
              moved; the frames the followed streams hold read (share/hold.py)
-full tick    (every SUBSAMPLES-th) also the interface list, routes, every link judged
-             and probed, history rows, this node's stream frame, sharing's tick and
+full tick    (every SUBSAMPLES-th) also the interface list, routes, each link's own
+             bytes on a shared carrier (hw/flows.py), every link judged and probed,
+             history rows, this node's stream frame, sharing's tick and
              pruning
 
 So a link at rest costs one probe, one reflection and one judgement an interval; the
@@ -159,6 +160,9 @@ class Ticker:
         addresses_changed = self.update_ifaces(nics, now) if full else False
         self.monitor.update_rates(now, counters, nics, partial=quick is not None)
         links = self.table.links.values()
+        if full:  # each link's own bytes where a shared carrier carries traffic
+            self.monitor.read_flows(now, ((lk.id, lk.local_interface, lk.target[0])
+                                          for lk in links), self.own.peak)
         # between full ticks, only the links that are busy or whose interface may be
         judging = (lambda _: True) if full else self._to_judge(now)
         judged: dict[str, LinkNumbers] = {}  # (a full tick's history rows take them)

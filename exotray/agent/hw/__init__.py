@@ -12,7 +12,9 @@ label, bridge members), what it carries (byte counters, rates) and what it can c
   they block, so `hardware` runs them off the loop and keeps their answers;
 - `capstore`: measured capacities kept in the state dir;
 - `rdma`: RDMA bytes, which bypass the IP interface counters;
-- `onlink`: which local interface reaches a peer that is on-link.
+- `onlink`: which local interface reaches a peer that is on-link;
+- `flows` and its Linux reader `sockdiag`: each link's own TCP bytes on a carrier that
+  several links share, from the kernel's per-connection counters.
 
 May import: `base`, `exotray.core`. Must not import `peers`, `probe`, `exo`, `history`,
 `share`, `http` or the agent's assembly: links are handed to it, never looked up.

@@ -24,6 +24,7 @@ from pathlib import Path
 from exotray.agent.hw import sampler
 from exotray.agent.hw.capstore import CapacityStore, Measured
 from exotray.agent.hw.carriers import CarrierReader
+from exotray.agent.hw.flows import CARRYING_BYTES_PER_S, FlowLink, Flows
 from exotray.agent.hw.hardware import Hardware
 from exotray.agent.hw.kinds import InterfaceClassifier, mdns_by_default
 from exotray.agent.hw.read import HwLink, NoReader
@@ -71,6 +72,8 @@ class InterfaceMonitor:
         #: Linux: the links' carriers, read alone between full ticks (hw/carriers.py)
         self.carriers = CarrierReader()
         self.hardware = hardware or Hardware(NoReader())
+        #: each link's own TCP bytes on a shared carrier (hw/flows.py)
+        self.flows = Flows()
         #: measured capacities, kept in the state dir (hw/capstore.py)
         self.store = CapacityStore(state_dir)
         self._now = 0.0
@@ -191,6 +194,22 @@ class InterfaceMonitor:
             st = self.ifaces.get(name)
             if st is not None and st.vanished_at is None:
                 st.rate = rates.get(name, st.rate if name in counters else None)
+
+    def read_flows(self, now: float, links: Iterable[tuple[str, str | None, str]],
+                   own_bytes_per_s: float = 0.0) -> None:
+        """At the full tick, after the rates: each link's own bytes where its carrier is
+        shared and carries traffic beyond our own (`links`: (id, local interface, peer
+        address))."""
+        def carrying(name: str) -> bool:
+            st = self.ifaces.get(name)
+            rate = st.rate if st is not None and st.vanished_at is None else None
+            return rate is not None and max(rate.rx_bytes_per_s, rate.tx_bytes_per_s) - (
+                own_bytes_per_s) >= CARRYING_BYTES_PER_S
+
+        nics = self.nics
+        self.flows.tick(now, (FlowLink(lid, self.carrier(iface, peer), nic.addresses, peer)
+                              for lid, iface, peer in links
+                              if iface and (nic := nics.get(iface)) is not None), carrying)
 
     def record_history(self, t: float) -> None:
         for st in self.ifaces.values():
@@ -372,6 +391,7 @@ class InterfaceMonitor:
 
     async def stop(self) -> None:
         self.carriers.close()
+        self.flows.stop()
         await self.hardware.stop()
         await asyncio.to_thread(self.store.flush)
         if self._classify_task is not None:

@@ -1,0 +1,202 @@
+"""Each link's own bytes on a shared carrier (issue 30): which peer fills `en0`.
+
+A link's `rx`/`tx` are its carrier's (the interface, or the bridge cable to its peer). When
+two or more links share a carrier that carries traffic, the kernel's per-connection
+counters tell each link's part: the TCP bytes between the link's local interface's
+addresses and its peer's address (Linux: hw/sockdiag.py; macOS: none yet, `source` None).
+What is not TCP between the two (UDP, RDMA, other hosts) is the carrier's remainder.
+
+- `FlowBytes`: bytes per (local address, remote address), cumulated from the connections'
+  counters. Per connection (by its kernel cookie) the last counters seen are kept; a
+  connection's growth since then is counted at each read, and a connection that closed
+  is counted by its last counters in the kernel's destroy message. A remote address is
+  counted from the read after it is first wanted (the first read only notes where its
+  open connections stand, else all their past bytes would land in one interval).
+- `Flows`: when to read (at the full tick, only while a shared carrier carries ≥ 1 Mbit/s
+  beyond our own traffic, and HOLD_S after; otherwise the sockets are closed and nothing
+  is read) and each link's rates over the interval between two reads.
+
+Residual error: the last bytes of a connection whose destroy message was lost to a full
+buffer (`SockDiag.overflows`), and `tcpi_bytes_acked` counts a SYN and FIN as a byte
+each. Bytes sent but not yet acknowledged are counted when acknowledged.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+from exotray.agent.hw import sockdiag
+from exotray.core.stats import Rate
+
+log = logging.getLogger("exotray.agent.hw.monitor")
+
+#: a carrier "carries traffic" from this many bytes/s beyond our own (1 Mbit/s, the
+#: queueing cause's bound, core/queueing.py)
+CARRYING_BYTES_PER_S = 125_000.0
+#: connection counters are read for this long after the carrier was last carrying, so
+#: that a pause in a transfer does not lose the counters' baseline
+HOLD_S = 30.0
+#: a connection gone from the dumps is remembered this long for its destroy message
+FORGET_S = 10.0
+
+Pair = tuple[bytes, bytes]
+
+
+class FlowBytes:
+    """Bytes per (local, remote) address pair, cumulated while open (see module)."""
+
+    def __init__(self, source: sockdiag.SockDiag | None = None) -> None:
+        self.source = source if source is not None else sockdiag.SockDiag()
+        #: cookie -> (local, remote, rx, tx): each open connection's last counters
+        self._seen: dict[int, tuple[bytes, bytes, int, int]] = {}
+        #: cookie -> when it was first missing from a dump: gone, its destroy message on
+        #: its way (the kernel sends it from a work queue)
+        self._missing: dict[int, float] = {}
+        #: remote addresses whose connections are counted
+        self.known: frozenset[bytes] = frozenset()
+        #: (local, remote) -> [rx, tx] bytes since counted
+        self.totals: dict[Pair, list[int]] = {}
+
+    def close(self) -> None:
+        self.source.close()
+        self._seen.clear()
+        self._missing.clear()
+        self.known = frozenset()
+        self.totals.clear()
+
+    def read(self, wanted: frozenset[bytes], now: float) -> None:
+        """Add what connections to `wanted` remote addresses carried since the last read
+        (OSError when the kernel cannot be asked)."""
+        src = self.source
+        if not src.is_open:
+            src.open()
+            for _ in src.destroyed():  # (sockets closed before we listened: not ours)
+                pass
+        new = wanted - self.known
+        for c in src.destroyed(wanted):
+            last = self._seen.pop(c.cookie, None)
+            self._missing.pop(c.cookie, None)
+            if c.remote in new:
+                continue  # (a connection of before this address was counted)
+            self._add(c.local, c.remote, c.rx - (last[2] if last else 0),
+                      c.tx - (last[3] if last else 0))
+        families = (socket.AF_INET,) if all(len(a) == 4 for a in wanted) else (
+            socket.AF_INET, socket.AF_INET6)
+        dumped = set()
+        for c in src.connections(families, wanted):
+            dumped.add(c.cookie)
+            if self._missing:
+                self._missing.pop(c.cookie, None)
+            last = self._seen.get(c.cookie)
+            self._seen[c.cookie] = (c.local, c.remote, c.rx, c.tx)
+            if c.remote in new:
+                continue
+            self._add(c.local, c.remote, c.rx - (last[2] if last else 0),
+                      c.tx - (last[3] if last else 0))
+        # a connection missing from the dumps for FORGET_S with no destroy message: its
+        # message was lost (a full buffer); forgotten
+        for cookie in set(self._seen) - dumped:
+            if now - self._missing.setdefault(cookie, now) > FORGET_S:
+                del self._seen[cookie], self._missing[cookie]
+        self.known = wanted
+        for pair in [p for p in self.totals if p[1] not in wanted]:
+            del self.totals[pair]
+
+    def _add(self, local: bytes, remote: bytes, rx: int, tx: int) -> None:
+        t = self.totals.setdefault((local, remote), [0, 0])
+        t[0] += max(0, rx)
+        t[1] += max(0, tx)
+
+
+class FlowLink(NamedTuple):
+    """What Flows knows of a link: its id, the carrier whose counters it shows, its local
+    interface's addresses and its peer's address."""
+
+    id: str
+    carrier: str | None
+    local: tuple[str, ...]
+    peer: str
+
+
+class Flows:
+    """Per-link rates of the TCP bytes between its addresses, read where needed."""
+
+    def __init__(self, reader: FlowBytes | None = None, platform: str = sys.platform) -> None:
+        linux = platform.startswith("linux")
+        self.reader = reader if reader is not None else (FlowBytes() if linux else None)
+        #: the snapshot's `flow_source` while rates are read ("sockets"), else None
+        self.name = "sockets" if self.reader is not None else None
+        #: link id -> its own rate, for the links of the carriers read at the last tick
+        self.rates: dict[str, Rate] = {}
+        self._carrying: dict[str, float] = {}  # carrier -> when it last carried
+        self._last: tuple[float, dict[Pair, tuple[int, int]]] | None = None
+        self._failed = False
+
+    def source(self, link_id: str) -> str | None:
+        return self.name if link_id in self.rates else None
+
+    def rate(self, link_id: str) -> Rate | None:
+        return self.rates.get(link_id)
+
+    @property
+    def reading(self) -> bool:
+        return bool(self._carrying)
+
+    def tick(self, now: float, links: Iterable[FlowLink],
+             carrying: Callable[[str], bool]) -> None:
+        """At the full tick, after the carriers' rates: read the connections of the links
+        on shared carriers that carry traffic (`carrying`), or close and forget."""
+        if self.reader is None or self._failed:
+            return
+        by_carrier: dict[str, list[FlowLink]] = {}
+        for lk in links:
+            if lk.carrier:
+                by_carrier.setdefault(lk.carrier, []).append(lk)
+        for name, group in by_carrier.items():
+            if len(group) >= 2 and carrying(name):
+                self._carrying[name] = now
+        for name in [n for n, at in self._carrying.items()
+                     if now - at > HOLD_S or len(by_carrier.get(n, ())) < 2]:
+            del self._carrying[name]
+        read = [lk for name in self._carrying for lk in by_carrier[name]]
+        wanted = frozenset(a for lk in read if (a := sockdiag.pack_address(lk.peer)))
+        if not wanted:
+            self.stop()
+            return
+        before = self.reader.known
+        try:
+            self.reader.read(wanted, now)
+        except OSError as e:
+            log.warning("cannot read TCP connection counters (%s): links show their "
+                        "interface's traffic only", e)
+            self._failed = True
+            self.stop()
+            return
+        totals = {p: (t[0], t[1]) for p, t in self.reader.totals.items()}
+        last, self._last = self._last, (now, totals)
+        self.rates = {}
+        if last is None or now <= last[0]:
+            return
+        dt = now - last[0]
+        for lk in read:
+            peer = sockdiag.pack_address(lk.peer)
+            if peer is None or peer not in before:
+                continue  # (counted from this read on: known at the next)
+            rx = tx = 0
+            for a in dict.fromkeys(sockdiag.pack_address(x) for x in lk.local):
+                now_t, was = totals.get((a, peer), (0, 0)), last[1].get((a, peer), (0, 0))
+                rx += now_t[0] - was[0]
+                tx += now_t[1] - was[1]
+            self.rates[lk.id] = Rate(max(0, rx) / dt, max(0, tx) / dt, dt)
+
+    def stop(self) -> None:
+        """Nothing to read: the sockets closed, every count forgotten."""
+        if self.reader is not None:
+            self.reader.close()
+        self._carrying.clear()
+        self._last = None
+        self.rates = {}

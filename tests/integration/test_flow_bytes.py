@@ -1,0 +1,232 @@
+"""Each link's own TCP bytes from the kernel's connection counters (issue 30, hw/flows.py,
+hw/sockdiag.py): real connections on loopback, read with real netlink sockets."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import socket
+import sys
+import threading
+
+import pytest
+
+from exotray.agent.hw import sockdiag
+from exotray.agent.hw.flows import FlowBytes, FlowLink, Flows
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="socket diagnostics are Linux's")
+
+MB = 1_000_000
+LOCAL = "127.0.0.1"
+
+
+def _peer_addresses(n: int) -> list[str]:
+    """Loopback addresses no other test uses (all of 127/8 is ours on Linux)."""
+    base = random.Random().randrange(2, 250)
+    return [f"127.{base}.{random.randrange(1, 250)}.{i + 1}" for i in range(n)]
+
+
+class Server:
+    """A listener at `address` that, per connection, reads all it is sent, or sends
+    `send` bytes and closes."""
+
+    def __init__(self, address: str, send: int = 0) -> None:
+        self.sock = socket.create_server((address, 0), backlog=64)
+        self.address = self.sock.getsockname()
+        self.send = send
+        self.received = 0
+        self.threads: list[threading.Thread] = []
+        self._accept = threading.Thread(target=self._run, daemon=True)
+        self._accept.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            t = threading.Thread(target=self._serve, args=(c,), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def _serve(self, c: socket.socket) -> None:
+        with c:
+            c.settimeout(10)
+            if self.send:
+                c.sendall(b"y" * self.send)
+                c.shutdown(socket.SHUT_WR)
+            while (b := c.recv(1 << 16)):
+                self.received += len(b)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # (wakes accept(); close() alone does not)
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+        self._accept.join(5)
+        for t in self.threads:
+            t.join(10)
+
+
+def _upload(to: tuple[str, int], n: int) -> None:
+    """`n` bytes on a connection of its own, closed once the server has them all."""
+    with socket.create_connection(to, timeout=10, source_address=(LOCAL, 0)) as c:
+        c.sendall(b"x" * n)
+        c.shutdown(socket.SHUT_WR)
+        while c.recv(1 << 16):
+            pass
+
+
+def _download(frm: tuple[str, int]) -> int:
+    got = 0
+    with socket.create_connection(frm, timeout=10, source_address=(LOCAL, 0)) as c:
+        c.shutdown(socket.SHUT_WR)
+        while (b := c.recv(1 << 16)):
+            got += len(b)
+    return got
+
+
+def _read(reader: FlowBytes, wanted: set[bytes], pair: tuple[bytes, bytes], i: int) -> int:
+    reader.read(frozenset(wanted), 0.0)
+    return reader.totals.get(pair, [0, 0])[i]
+
+
+def _until(cond, timeout: float = 10.0) -> None:
+    done = threading.Event()
+    for _ in range(int(timeout / 0.01)):
+        if cond():
+            return
+        done.wait(0.01)
+    raise AssertionError("not within 10 s")
+
+
+@pytest.fixture
+def servers():
+    made: list[Server] = []
+
+    def make(address: str, send: int = 0) -> Server:
+        made.append(Server(address, send))
+        return made[-1]
+
+    yield make
+    for s in made:
+        s.close()
+
+
+def test_connections_that_closed_between_reads_are_counted(servers):
+    """20 uploads of 1 MB to one peer and 20 downloads of 1 MB from another, each on its
+    own connection opened and closed between two reads: within 5 %."""
+    up_addr, down_addr = _peer_addresses(2)
+    up, down = servers(up_addr), servers(down_addr, send=MB)
+    me, a, b = (sockdiag.pack_address(x) for x in (LOCAL, up_addr, down_addr))
+    reader = FlowBytes()
+    try:
+        reader.read(frozenset({a, b}), 0.0)  # (where the counting starts)
+        for _ in range(20):
+            _upload(up.address, MB)
+            assert _download(down.address) == MB
+        assert up.received == 20 * MB
+        # the kernel sends a destroy message from a work queue, a moment after the close:
+        # a late one is counted at the next read
+        _until(lambda: _read(reader, {a, b}, (me, a), 1) >= 0.95 * 20 * MB
+               and _read(reader, {a, b}, (me, b), 0) >= 0.95 * 20 * MB)
+        tx = reader.totals[(me, a)][1]
+        rx = reader.totals[(me, b)][0]
+        assert abs(tx - 20 * MB) <= 0.05 * 20 * MB, tx
+        assert abs(rx - 20 * MB) <= 0.05 * 20 * MB, rx
+        assert reader.totals[(me, a)][0] < 0.01 * MB  # (what came back: FINs and no data)
+    finally:
+        reader.close()
+
+
+def test_an_open_connection_is_counted_at_each_read_and_its_past_is_not(servers):
+    """A connection that carried 2 MB before its address was wanted adds nothing then;
+    what it carries after, read by read, is counted once."""
+    (addr,) = _peer_addresses(1)
+    srv = servers(addr)
+    reader = FlowBytes()
+    key = (sockdiag.pack_address(LOCAL), sockdiag.pack_address(addr))
+    c = socket.create_connection(srv.address, timeout=10, source_address=(LOCAL, 0))
+    try:
+        c.sendall(b"x" * (2 * MB))
+        _until(lambda: srv.received == 2 * MB)  # (all of it acknowledged: its past)
+        reader.read(frozenset({key[1]}), 0.0)
+        assert key not in reader.totals
+        sent = 0
+        for _ in range(3):
+            c.sendall(b"x" * MB)
+            sent += MB
+            reader.read(frozenset({key[1]}), 0.0)
+        c.close()  # (its last bytes in flight: the destroy message has them)
+        srv.close()
+        _until(lambda: _read(reader, {key[1]}, key, 1) >= 0.95 * sent)
+        assert abs(reader.totals[key][1] - sent) <= 0.05 * sent
+    finally:
+        c.close()
+        reader.close()
+
+
+def _links(lo: str, peers: list[str]) -> list[FlowLink]:
+    return [FlowLink(f"link-{i}", lo, (LOCAL,), p) for i, p in enumerate(peers)]
+
+
+def test_flows_give_each_link_of_a_shared_carrier_its_own_rate(servers):
+    """Two links through one carrier: each link's rate is its own bytes over the time
+    between two reads (the clock is the caller's), not the other's."""
+    a, b = _peer_addresses(2)
+    sa, sb = servers(a), servers(b)
+    flows, witness = Flows(), FlowBytes()
+    links = _links("lo", [a, b])
+    me, pa, pb = (sockdiag.pack_address(x) for x in (LOCAL, a, b))
+    try:
+        flows.tick(100.0, links, lambda _: True)   # counting starts
+        witness.read(frozenset({pa, pb}), 0.0)
+        assert flows.rates == {}
+        flows.tick(101.0, links, lambda _: True)   # first interval: nothing sent
+        assert flows.rate("link-0").tx_bytes_per_s < 0.01 * MB
+        assert flows.source("link-0") == "sockets"
+        for _ in range(4):
+            _upload(sa.address, MB)
+        _upload(sb.address, MB)
+        # the destroy messages, sent to every listener at once, have come to a second
+        # reader: they wait for the next tick's in the first one's socket
+        _until(lambda: _read(witness, {pa, pb}, (me, pa), 1) >= 4 * MB
+               and _read(witness, {pa, pb}, (me, pb), 1) >= MB)
+        flows.tick(103.0, links, lambda _: True)   # 2 s later
+        assert abs(flows.rate("link-0").tx_bytes_per_s - 2 * MB) <= 0.05 * 2 * MB
+        assert abs(flows.rate("link-1").tx_bytes_per_s - MB / 2) <= 0.05 * MB / 2
+        assert flows.rate("link-0").dt == 2.0
+    finally:
+        flows.stop()
+        witness.close()
+
+
+def test_nothing_is_read_without_a_shared_carrier_that_carries_traffic():
+    """One link on a carrier, or a quiet carrier: no socket opened, no rate; a carrier
+    quiet for longer than the hold closes them again."""
+    a, b = _peer_addresses(2)
+    flows = Flows()
+    source = flows.reader.source
+    try:
+        flows.tick(0.0, _links("lo", [a]), lambda _: True)
+        assert not source.is_open and flows.rates == {}
+        flows.tick(1.0, _links("lo", [a, b]), lambda _: False)
+        assert not source.is_open
+        flows.tick(2.0, _links("lo", [a, b]), lambda _: True)
+        assert source.is_open
+        flows.tick(3.0, _links("lo", [a, b]), lambda _: False)  # within the hold
+        assert source.is_open and flows.source("link-1") == "sockets"
+        flows.tick(40.0, _links("lo", [a, b]), lambda _: False)
+        assert not source.is_open and flows.rates == {} and flows.source("link-1") is None
+    finally:
+        flows.stop()
+
+
+@pytest.mark.parametrize("text, packed", [
+    ("10.213.0.2", bytes([10, 213, 0, 2])),
+    ("::ffff:10.213.0.2", bytes([10, 213, 0, 2])),
+    ("fe80::1%en0", socket.inet_pton(socket.AF_INET6, "fe80::1")),
+    ("not an address", None),
+])
+def test_addresses_are_packed_as_the_kernel_gives_them(text, packed):
+    assert sockdiag.pack_address(text) == packed
