@@ -26,6 +26,9 @@ kinds: collections.Counter[str] = collections.Counter()
 #: timers cancelled before they were due, by callback kind: the loop still wakes for each
 #: at its time (a cancelled handle stays in the heap until popped), running nothing
 cancelled: collections.Counter[str] = collections.Counter()
+#: what each pass ran (the kinds, sorted), counted: which callbacks wake the loop alone
+passes: collections.Counter[tuple[str, ...]] = collections.Counter()
+this_pass: list[str] = []
 profiler = cProfile.Profile(time.process_time)
 
 _run_once = asyncio.base_events.BaseEventLoop._run_once  # type: ignore[attr-defined]
@@ -48,17 +51,21 @@ def run_once(self):
         return _run_once(self)
     state["wakeups"] += 1
     before = state["runs"]
+    this_pass.clear()
     try:
         return _run_once(self)
     finally:
         if state["runs"] == before:
             state["empty"] += 1
+        passes[tuple(sorted(this_pass))] += 1
 
 
 def handle_run(self):
     if state["on"]:
         state["runs"] += 1
-        kinds[_kind(self._callback)] += 1
+        kind = _kind(self._callback)
+        kinds[kind] += 1
+        this_pass.append(kind)
     return _handle_run(self)
 
 
@@ -92,6 +99,8 @@ async def counted(coro):
             with open(OUT + ".json", "w") as f:
                 json.dump({"seconds": wall, "cpu_s": time.process_time() - state["c0"],
                            "wakeups": state["wakeups"], "empty_passes": state["empty"],
+                           "passes_per_s": [[" + ".join(k), round(v / wall, 2)]
+                                            for k, v in passes.most_common(25)],
                            "cancelled_timers_per_s": {k: round(v / wall, 2)
                                                       for k, v in cancelled.most_common(15)},
                            "callbacks_per_s": {k: round(v / wall, 2)

@@ -119,6 +119,7 @@ def run_row(n: int, args: argparse.Namespace) -> dict:
         "empty_passes_per_s": (counted["empty_passes"] / counted["seconds"])
         if counted.get("empty_passes") is not None else None,
         "cancelled_timers_per_s": counted.get("cancelled_timers_per_s"),
+        "passes_per_s": counted.get("passes_per_s"),  # what each pass ran, most common
         "probes_sent_per_link_per_s": (k1.get("probes_sent", 0) - k0.get("probes_sent", 0))
         / wall / per_link,
         "reflected_per_link_per_s": (k1.get("requests_reflected", 0)
