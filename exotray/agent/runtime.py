@@ -239,7 +239,7 @@ class Agent:
             now=self.clock(), last_sample=self.last_sample, monitor=self.monitor,
             links=self.links.values(), probe=self.probe, platform=self.platform,
             paused=self.paused, shared_counters=self.sharing.counters, exo=self.exo,
-            local=local)
+            local=local, history=self.store.status() if local else None)
 
     def cluster(self, local: bool = True) -> dict[str, Any]:
         """Every node's snapshot with its age, our peer table and mDNS (/v1/cluster)."""

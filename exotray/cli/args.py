@@ -212,6 +212,16 @@ def build_parser() -> argparse.ArgumentParser:
     sd.add_argument("--once", action="store_true", help="write once and exit")
     sd.add_argument("--port", type=PORT, default=DEFAULT_PORT, help="the local agent's port")
     sd.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
+    dr = sub.add_parser("doctor", help="why is the cluster slow: checks, each pass, warn or "
+                                       "fail, with what to do (exit 1 when one fails)")
+    dr.add_argument("--json", action="store_true",
+                    help='print {"checks": [{"id", "status", "summary", "fix", "nodes", '
+                         '"links"}]}')
+    dr.add_argument("--active", action="store_true",
+                    help="also run a short capacity or MTU probe (not there yet: exit 2)")
+    _units_option(dr)
+    dr.add_argument("--port", type=PORT, default=DEFAULT_PORT, help="the local agent's port")
+    dr.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     st = sub.add_parser("status", help="the cluster as the local agent sees it")
     st.add_argument("--json", action="store_true", help="print /v1/cluster as JSON")
     _units_option(st)

@@ -141,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_agent(args)
     if args.command == "status":
         return cmd_status(args)
+    if args.command == "doctor":
+        from exotray.cli.doctor import cmd_doctor
+
+        return cmd_doctor(args)
     if args.command == "demo":
         return cmd_demo(args)
     if args.command == "export":

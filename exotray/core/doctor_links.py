@@ -231,7 +231,8 @@ def capacity_unknown(v: View) -> Check:
     for node in v.live():
         for lk in node.get("links") or []:
             rate, cap = rate_of(lk), lk.get("capacity_bytes_per_s")
-            if lk.get("state") == "down" or rate < BUSY_BYTES_PER_S:
+            if (lk.get("state") == "down" or rate < BUSY_BYTES_PER_S
+                    or v.kind(node, lk) == "loopback"):  # (all of the host's own traffic)
                 continue
             where = v.where(node, lk)
             measure = f"On {v.name(node)}: exotray measure {v.peer_name(lk)}"

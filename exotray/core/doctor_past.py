@@ -12,8 +12,9 @@ from exotray.core.doctor_view import Check, Problem, View, found
 from exotray.core.events import event_time
 
 #: loss now (of the link's 10 s window: at rest 10 probes, in question 40) that warns,
-#: and that fails: one probe lost at rest is 10 %, so a warning; a fifth is no accident
-LOSS_WARN, LOSS_FAIL = 0.05, 0.2
+#: and that fails: one or two probes lost at rest (10 %, 20 %: also a link's first
+#: seconds, its first probes sent before the peer listened) warn; 3 of 10 is no accident
+LOSS_WARN, LOSS_FAIL = 0.1, 0.3
 
 
 def _clock(t: float) -> str:

@@ -161,6 +161,9 @@ ExoText = Annotated[str, Meta(min_length=1, max_length=128)]
 #: what a link's RDMA traffic is: added to its rates ("counted"), or invisible to this
 #: node ("not_counted": macOS has no RDMA counters); None without RDMA
 RDMA_NOTES = ("counted", "not_counted")
+#: where a link's own bytes come from: Linux's socket diagnostics ("sockets"), macOS's
+#: per-flow statistics ("nettop")
+FLOW_SOURCES = ("sockets", "nettop")
 
 
 class ExoInstanceRef(_Model, kw_only=True):
@@ -227,6 +230,12 @@ class Link(_Model, kw_only=True):
     #: the peer's agent does not answer MTU probes)
     path_mtu: Annotated[int, Meta(ge=68, le=65535)] | None = None
     mtu_ok: bool | None = None
+    #: the link's own TCP bytes (between its interface's addresses and its peer's), read
+    #: where its carrier is shared and carries traffic (agent/hw/flows.py); None unknown.
+    #: `rx_bytes_per_s`/`tx_bytes_per_s` stay the carrier's
+    flow_rx_bytes_per_s: Rate | None = None
+    flow_tx_bytes_per_s: Rate | None = None
+    flow_source: Literal[FLOW_SOURCES] | None = None  # type: ignore[valid-type]
 
     def __post_init__(self) -> None:
         _check_text(self, ("peer_name", "local_interface", "local_label", "member_interface"))
@@ -366,7 +375,7 @@ LOCAL_LINK_FIELDS = frozenset({"rtt_last_ms"})
 #: tray app, `exotray status`, scripts); peers ignore them (unknown fields are ignored).
 #: `omitted`: what its lists left out to stay within `list_bounds` ({"links.exo_instances": 4})
 LOCAL_SNAPSHOT_FIELDS = frozenset({"proto", "kernel_timestamps", "paused", "warnings",
-                                   "counters", "exo", "omitted"})
+                                   "counters", "exo", "omitted", "history"})
 
 WIRE_FIELDS: dict[str, frozenset[str]] = {
     "node": wire_names(Node),

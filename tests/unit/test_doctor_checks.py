@@ -142,7 +142,9 @@ def test_traffic_over_a_set_capacity_fails_and_unknown_capacity_warns_with_the_c
 
 def test_loss_now_warns_then_fails():
     cluster = dv.healthy()
-    own_link(cluster, "bc")["loss"] = 0.1
+    own_link(cluster, "bc")["loss"] = 0.05
+    assert run(cluster)["loss"].status == "pass"
+    own_link(cluster, "bc")["loss"] = 0.2  # two probes of ten: a start, a glitch
     assert run(cluster)["loss"].status == "warn"
     own_link(cluster, "bc")["loss"] = 0.5
     assert run(cluster)["loss"].status == "fail"

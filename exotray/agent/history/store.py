@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -80,10 +81,30 @@ class HistoryStore:
         #: batches kept back because the thread fell behind (for tests and /metrics)
         self.dropped = 0
         self.cap = DayCap(L.MAX_EVENTS_PER_PEER_PER_DAY)
+        #: free bytes on the database's disk, read by the thread after each batch
+        self.free_bytes: int | None = None
 
     @property
     def enabled(self) -> bool:
         return self.db is not None
+
+    def status(self) -> dict[str, Any]:
+        """The database as `exotray doctor` judges it (the snapshot's local `history`):
+        "off" (history_days 0), "ok" or "unavailable" (not open: tried again every
+        REOPEN_EVERY_S); since when samples wait for it, and the free space under it."""
+        days = self.retention_s / 86400.0
+        return {"days": days,
+                "database": "off" if days <= 0 else "ok" if self.db is not None
+                else "unavailable",
+                "path": str(self.path),
+                "behind_since": iso(self.backlog.since) if self.backlog.since else None,
+                "free_bytes": self.free_bytes}
+
+    def _free(self) -> None:
+        try:
+            self.free_bytes = shutil.disk_usage(self.path.parent).free
+        except OSError:
+            self.free_bytes = None
 
     async def open(self) -> int:
         """Open (or replace) the database in the worker thread; the last event seq it
@@ -103,6 +124,7 @@ class HistoryStore:
                 db.close()
                 raise
             self.db = db
+            self._free()
             return seq
         except Exception as e:  # any failure: run on, never crash-loop
             self.db = None
@@ -219,6 +241,7 @@ class HistoryStore:
                ) -> bool:
         """One batch in one transaction; whether it went in."""
         db = self.db
+        self._free()
         if db is None:
             return False
         try:

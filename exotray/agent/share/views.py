@@ -99,7 +99,16 @@ def link_dict(link: Link, now: float, monitor: InterfaceMonitor,
         "rdma_ports": rdma_ports,
         "path_mtu": link.mtu.path_mtu,
         "mtu_ok": link.mtu.ok,
+        **flow_fields(monitor, link.id),
     }), omitted)
+
+
+def flow_fields(monitor: InterfaceMonitor, link_id: str) -> dict[str, Any]:
+    """The link's own TCP bytes where they are read (hw/flows.py), else nulls."""
+    own = monitor.flows.rate(link_id)
+    return {"flow_rx_bytes_per_s": r(own.rx_bytes_per_s, 1) if own else None,
+            "flow_tx_bytes_per_s": r(own.tx_bytes_per_s, 1) if own else None,
+            "flow_source": monitor.flows.source(link_id)}
 
 
 def iface_dict(st: IfaceState, monitor: InterfaceMonitor,
@@ -146,9 +155,10 @@ def snapshot(*, node_id: str, name: str, interval: float, now: float,
              last_sample: float | None, monitor: InterfaceMonitor, links: Iterable[Link],
              probe: ProbeSocket | None, platform: str, paused: bool,
              shared_counters: dict[str, int], exo: ExoWatch | None = None,
-             local: bool = True) -> dict[str, Any]:
+             local: bool = True, history: dict[str, Any] | None = None) -> dict[str, Any]:
     """This node's snapshot; for a client that is not `local` (not on loopback) the exo
-    node's details are left out (its links' marks are all a LAN client gets of exo)."""
+    node's details are left out (its links' marks are all a LAN client gets of exo), and
+    so is `history` (the history database's state: HistoryStore.status)."""
     links = list(links)
     omitted: dict[str, int] = {}
     counters = dict(shared_counters)
@@ -183,6 +193,8 @@ def snapshot(*, node_id: str, name: str, interval: float, now: float,
         "exo": exo.status_dict(local) if exo else None,
         # what the lists above left out to stay within what peers take, by place
         "omitted": omitted,
+        # the history database, for `exotray doctor` (local clients only)
+        "history": history if local else None,
     }))
 
 

@@ -1,0 +1,98 @@
+"""`exotray doctor`: why is the cluster slow? The checks of core/doctor.py over the local
+agent's cluster view and its events of the last 24 h, one line each, problems first;
+`--json` for scripts. Exit status: 0 nothing fails, 1 a check fails, 2 a wrong option,
+3 no agent answers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from exotray.core import doctor
+
+EXIT_NO_AGENT = 3
+#: events of the last day read at most (the API's bound for one answer)
+EVENTS_LIMIT = 10_000
+_COLOURS = {"fail": "\033[31m", "warn": "\033[33m", "pass": "\033[32m"}
+_WORDS = {"fail": "FAIL", "warn": "warn", "pass": "ok"}
+
+
+class NoAgent(Exception):
+    """No agent answered (the message says where and what to do)."""
+
+
+def _get(args: argparse.Namespace, path: str, **params: Any) -> Any:
+    import httpx
+
+    where = f"{args.host}:{args.port}"
+    try:
+        r = httpx.get(f"http://{where}{path}", params=params, timeout=5.0, trust_env=False)
+    except httpx.HTTPError as e:
+        raise NoAgent(f"exotray doctor: no exotray agent answered at {where} ({e or 'timeout'})"
+                      ".\nStart one with `exotray agent` (or the tray app), or give --port.") \
+            from None
+    if r.status_code != 200:
+        raise NoAgent(f"exotray doctor: the exotray agent at {where} answered {path} with "
+                      f"HTTP {r.status_code}. Try again in a minute.")
+    return r.json()
+
+
+def read(args: argparse.Namespace, now: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The cluster view and this node's events of the last day (from its database; where
+    that read fails, the last ones it keeps in memory)."""
+    cluster = _get(args, "/v1/cluster")
+    try:
+        events = _get(args, "/v1/events", since=f"{now - doctor.PAST_S:.3f}",
+                      until=f"{now + 60:.3f}", limit=EVENTS_LIMIT)["events"]
+    except NoAgent:
+        events = _get(args, "/v1/events", after=0)["events"]
+    return cluster, events
+
+
+def lines(checks: list[doctor.Check], colour: bool = False) -> list[str]:
+    """One line per check ("FAIL  mtu  what it found. What to do."), then the count."""
+    width = max(len(c.id) for c in checks)
+    out = []
+    for c in checks:
+        word = f"{_WORDS[c.status]:<4}"
+        if colour:
+            word = f"{_COLOURS[c.status]}{word}\033[0m"
+        fix = f" {c.fix}" if c.fix and c.status != "pass" else ""
+        out.append(f"{word}  {c.id:<{width}}  {c.summary}{fix}")
+    fails = sum(c.status == "fail" for c in checks)
+    warns = sum(c.status == "warn" for c in checks)
+    out.append(f"{fails} failing, {warns} warning, {len(checks) - fails - warns} passing "
+               f"of {len(checks)} checks.")
+    return out
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    if args.active:
+        print("exotray doctor: --active is not there yet: run `exotray measure PEER` for a "
+              "link's capacity (it asks the agent, with its consent rules)", file=sys.stderr)
+        return 2
+    from exotray.cli.reads import _use_units
+
+    _use_units(args)
+    now = time.time()
+    try:
+        cluster, events = read(args, now)
+    except NoAgent as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_NO_AGENT
+    checks = doctor.run(cluster, events, now, sys.platform)
+    try:
+        if args.json:
+            json.dump({"checks": [c.as_dict() for c in checks]}, sys.stdout, indent=2)
+            print()
+        else:
+            colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+            print("\n".join(lines(checks, colour)))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return doctor.exit_status(checks)

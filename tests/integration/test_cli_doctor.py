@@ -1,0 +1,89 @@
+"""`exotray doctor` against real agents on loopback: its exit statuses (0 nothing fails,
+1 a check fails, 2 a wrong option, 3 no agent), its JSON, and what the agent reports for
+it (its history database's state)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from helpers import AgentProc, free_port, wait_for
+
+from exotray.core import doctor
+
+
+def run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "exotray", "doctor", *args],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def checks(r: subprocess.CompletedProcess[str]) -> dict[str, dict]:
+    data = json.loads(r.stdout)
+    assert list(data) == ["checks"]
+    return {c["id"]: c for c in data["checks"]}
+
+
+def test_no_agent_is_exit_3_and_a_wrong_option_exit_2():
+    r = run("--port", str(free_port()))
+    assert r.returncode == 3, r.stderr
+    assert "no exotray agent answered" in r.stderr and "Traceback" not in r.stderr
+    r = run("--bogus")
+    assert r.returncode == 2 and "unrecognized arguments: --bogus" in r.stderr
+    r = run("--active", "--port", str(free_port()))
+    assert r.returncode == 2 and "--active is not there yet" in r.stderr
+
+
+def _both_up(a: AgentProc) -> bool:
+    snap = a.get("/v1/snapshot")
+    return (len(a.get("/v1/cluster")["nodes"]) == 2 and bool(snap["links"])
+            and all(lk["state"] == "up" and lk["loss"] == 0 for lk in snap["links"]))
+
+
+def test_two_agents_that_see_each_other_pass(tmp_path):
+    pa, pb = free_port(), free_port()
+    a = AgentProc(tmp_path, "a", pa, [pb])
+    b = AgentProc(tmp_path, "b", pb, [pa], "--history-days", "0")
+    try:
+        a.wait_ready()
+        b.wait_ready()
+        assert wait_for(lambda: _both_up(a) and _both_up(b), 20), a.log()
+        r = run("--port", str(pa))
+        assert r.returncode == 0, r.stdout + r.stderr
+        out = r.stdout.splitlines()
+        assert len(out) == len(doctor.IDS) + 1
+        assert out[-1].endswith(f"of {len(doctor.IDS)} checks.")
+        assert "\033[" not in r.stdout  # not a terminal: no colour
+        r = run("--json", "--port", str(pa))
+        assert r.returncode == 0
+        got = checks(r)
+        assert list(got) and set(got) == set(doctor.IDS)
+        assert not [c for c in got.values() if c["status"] == "fail"]
+        assert got["reachable"]["status"] == "pass"
+        # a's database is written, b keeps no history: each agent says so
+        assert got["history"]["status"] == "pass"
+        assert got["history"]["summary"].startswith("written, 30 days kept")
+        got = checks(run("--json", "--port", str(pb)))
+        assert got["history"]["status"] == "warn" and "history is off" in got["history"]["summary"]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_peer_that_answers_nothing_fails_reachable_exit_1(tmp_path):
+    pa, nobody = free_port(), free_port()
+    a = AgentProc(tmp_path, "a", pa, [nobody])
+    try:
+        a.wait_ready()
+        assert wait_for(lambda: a.get("/v1/cluster")["peers"], 10)
+        r = run("--port", str(pa))
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert r.stdout.startswith("FAIL  reachable")
+        got = checks(run("--json", "--port", str(pa)))
+        assert got["reachable"]["status"] == "fail"
+        assert f"127.0.0.1:{nobody}" in got["reachable"]["summary"]
+        assert got["udp_probes"]["status"] == "pass"  # its HTTP does not answer either
+    finally:
+        a.close()
