@@ -29,6 +29,7 @@ from exotray.agent.base.throttle import Throttled
 from exotray.agent.exo import state as exo
 from exotray.agent.exo.paths import LinkFacts, SlowPaths
 from exotray.agent.hw import rdma
+from exotray.agent.hw.hardware import Hardware
 from exotray.core import capacity as cap
 from exotray.core.stats import Rate
 
@@ -215,6 +216,12 @@ class ExoWatch:
                             "exo at %s: unreadable answer (%s)", self.url, detail)
         if status != "ok":
             self.rdma_rates = rdma.RdmaRates()
+        # exo's speeds of this machine's Thunderbolt ports: a second source where the
+        # hardware readers know none (hw/hardware.py); gone with exo
+        hardware = getattr(self.monitor, "hardware", None)
+        if isinstance(hardware, Hardware):
+            tb = state.thunderbolt if state is not None else None
+            hardware.exo_speeds = tb.speeds() if tb is not None else {}
 
     # -- what the links see ----------------------------------------------------------------
     def _members(self, iface: str) -> tuple[str, ...]:
@@ -338,12 +345,31 @@ class ExoWatch:
             "rdma_enabled": (self.rdma_macos or {}).get("enabled",
                                                         s.rdma_enabled if s else None),
             "rdma_ports": dict((self.rdma_macos or {}).get("ports") or {}),
+            **_thunderbolt(s),
         }
 
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def _thunderbolt(s: exo.ExoState | None) -> dict[str, Any]:
+    """What exo says of this node's RDMA and Thunderbolt, for health checks (`exotray
+    doctor`): exo's own `nodeRdmaCtl` (the gate of its RDMA placement), its receptacles,
+    its Thunderbolt Bridge service and the first bridge loop this node is in."""
+    tb = s.thunderbolt if s is not None else None
+    return {
+        "rdma_ctl": s.rdma_enabled if s is not None else None,
+        "thunderbolt_ports": [{"interface": p.interface, "rdma_device": p.rdma_device,
+                               "link_speed": p.link_speed, "speed_mbit": p.speed_mbit}
+                              for p in (tb.ports if tb else ())],
+        "tb_bridge": None if tb is None or tb.bridge_enabled is None else {
+            "enabled": tb.bridge_enabled, "exists": tb.bridge_exists,
+            "service_name": tb.bridge_service},
+        "tb_bridge_cycles": tb.cycles if tb else 0,
+        "tb_bridge_cycle": list(tb.cycle) if tb else [],
+    }
 
 
 def refused_now(url: str) -> bool:

@@ -7,6 +7,10 @@ changed, else every REFRESH_S (system_profiler takes seconds); bridge members ev
 MEMBER_REFRESH_S, sooner (MEMBER_RETRY_S) for a peer whose member is not known yet.
 The loop only ever reads the cache.
 
+Where the readers know no speed of a Thunderbolt port, a second source may: exo's
+(`exo_speeds`, set by exo/watch.py from exo's /state); `get` then answers that speed with
+`source` "exo". It never makes an event: only the readers' own answers do.
+
 It also turns a drop in negotiated speed into `link_degraded` and its recovery into
 `link_restored` (wired and Thunderbolt interfaces; Wi-Fi's rate moves all the time and is
 never an event): degraded means below the port's maximum where the OS says it, else
@@ -16,6 +20,7 @@ below the best speed this interface has negotiated since the agent started.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -57,6 +62,9 @@ class Hardware:
         self._told = _Told(state_dir / DEGRADED_FILE if state_dir is not None else None)
         #: the last answer per interface (absent: the OS said nothing, so unknown)
         self.links: dict[str, HwLink] = {}
+        #: exo's negotiated speeds of this machine's Thunderbolt ports (Mbit/s by
+        #: interface; exo/watch.py), used only where the readers know none
+        self.exo_speeds: dict[str, float] = {}
         self.read_at: float | None = None
         self._due = True
         self._task: asyncio.Task | None = None
@@ -74,7 +82,27 @@ class Hardware:
 
     # -- what the monitor asks ---------------------------------------------------------
     def get(self, name: str | None) -> HwLink | None:
-        return self.links.get(name) if name else None
+        if not name:
+            return None
+        hw = self.links.get(name)
+        if (self.exo_speeds and (hw is None or not hw.speed_mbit)
+                and self._kinds.get(name) == "thunderbolt"):
+            return self._with_exo(name, hw)
+        return hw
+
+    def _with_exo(self, name: str, hw: HwLink | None) -> HwLink | None:
+        """`hw` with exo's speed, `source` "exo": the port's own, or a bridge's fastest
+        member's where its members are known (as hw/read.py takes a bridge's speed: a
+        link crosses one cable). Without one, `hw` as it is: unknown stays unknown."""
+        speed = self.exo_speeds.get(name)
+        if speed is None and hw is not None and hw.bridge and hw.members:
+            speed = max((self.exo_speeds[m] for m in hw.members if m in self.exo_speeds),
+                        default=None)
+        if speed is None:
+            return hw
+        if hw is None:
+            return HwLink(name, speed, source="exo")
+        return dataclasses.replace(hw, speed_mbit=speed, source="exo")
 
     def member(self, bridge: str | None, peer_ip: str, now: float | None = None) -> str | None:
         """The member of `bridge` that reaches `peer_ip`, when known (None: not a bridge,
