@@ -102,7 +102,9 @@ def rdma(v: View) -> Check:
                 + (f" (on at {', '.join(on)})" if on else "") + " where exo uses it",
                 tuple(off), tuple(i for _, i in ends.values()),
                 f"On {', '.join(off)}: boot into Recovery and run `rdma_ctl enable`."))
-    local = (v.own.get("exo") or {}).get("rdma_enabled") if v.own else None
+    exo = (v.own.get("exo") or {}) if v.own else {}
+    local = exo.get("rdma_enabled")
+    local = exo.get("rdma_ctl") if local is None else local  # exo's nodeRdmaCtl
     if local is False and any(_tb5(v, v.own, lk) for lk in v.own.get("links") or []
                               if lk.get("state") != "down"):
         problems.append(Problem(
@@ -147,6 +149,15 @@ def tb_bridge(v: View) -> Check:
                     (v.name(node), v.names.get(peer, peer)),
                     fix=f"Take all but one of {', '.join(sorted(cables))} out of the "
                     "Thunderbolt Bridge (or unplug one cable)."))
+    exo = (v.own.get("exo") or {}) if v.own else {}
+    if exo.get("tb_bridge_cycles"):  # exo's thunderboltBridgeCycles (its node ids)
+        seen = True
+        n, ring = exo["tb_bridge_cycles"], exo.get("tb_bridge_cycle") or []
+        problems.append(Problem(
+            "fail", f"exo finds {n} Thunderbolt Bridge loop{'s' if n != 1 else ''}"
+            + (f", {v.own_name} in one of {len(ring)} nodes" if ring else ""), (v.own_name,),
+            fix="Turn off the Thunderbolt Bridge on all but one Mac of the loop (System "
+            "Settings › Network), or remove a cable: a bridge loop floods the network."))
     loop = _cycle(edges)
     if loop:
         names = [v.names.get(n, n) for n in loop]

@@ -87,8 +87,12 @@ class View:
         self.cluster = cluster
         self.now = now
         self.platform = platform
-        self.nodes = [n for n in cluster.get("nodes") or [] if isinstance(n, dict)]
-        self.own: dict[str, Any] = self.nodes[0] if self.nodes else {}
+        given = [n for n in cluster.get("nodes") or [] if isinstance(n, dict)]
+        #: the nodes that say who they are (the rest are not judged)
+        self.nodes = [n for n in given if isinstance(n.get("node"), dict)
+                      and isinstance(n["node"].get("id"), str)
+                      and isinstance(n["node"].get("name"), str)]
+        self.own: dict[str, Any] = given[0] if given and given[0] in self.nodes else {}
         self.names = {n["node"]["id"]: n["node"]["name"] for n in self.nodes}
         self.by_id = {n["node"]["id"]: n for n in self.nodes}
         timed = [(t, e) for e in events if (t := event_time(e)) is not None

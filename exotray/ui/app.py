@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from exotray.appnap import keep_timers_on_time
-from exotray.core import paths
+from exotray.core import doctor, paths
 from exotray.core.settings import DEFAULT_PORT, LOG_FORMAT
 from exotray.ui.client.poll import AgentClient
 from exotray.ui.client.supervisor import AgentSupervisor
@@ -141,6 +142,14 @@ class App(QObject):
             self.window.set_agent_problem(self._banner())
         if first:
             self.client.get_settings(self._settings_loaded)
+            now = time.time()  # the day's events, for the menu's count of problems
+            self.client.request("GET", "/v1/events", done=self._past_events, params={
+                "since": f"{now - doctor.PAST_S:.3f}", "until": f"{now + 60:.3f}",
+                "limit": 10_000})
+
+    def _past_events(self, result: Any, error: str | None) -> None:
+        if isinstance(result, dict) and isinstance(result.get("events"), list):
+            self.tray.add_events(result["events"])
 
     def _settings_loaded(self, result: Any, error: str | None) -> None:
         if result is not None:
@@ -152,6 +161,7 @@ class App(QObject):
                         "default threshold", error)
 
     def _events(self, events: list[dict[str, Any]]) -> None:
+        self.tray.add_events(events)
         self_name = self.cluster["nodes"][0]["node"]["name"] if self.cluster else "this node"
         for ev in events:
             if ev["type"] in ("peer_up", "peer_down") and not self.settings.get(

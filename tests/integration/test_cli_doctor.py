@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from helpers import AgentProc, free_port, wait_for
 
@@ -50,6 +51,11 @@ def test_two_agents_that_see_each_other_pass(tmp_path):
         a.wait_ready()
         b.wait_ready()
         assert wait_for(lambda: _both_up(a) and _both_up(b), 20), a.log()
+        # a link's first seconds count the probes sent before its peer listened as lost
+        # (docs/design.md, "Liveness"): judged once its 10 s window has turned over
+        since = time.monotonic()
+        assert wait_for(lambda: time.monotonic() - since > 11 and _both_up(a)
+                        and _both_up(b), 30), a.log()
         r = run("--port", str(pa))
         assert r.returncode == 0, r.stdout + r.stderr
         out = r.stdout.splitlines()

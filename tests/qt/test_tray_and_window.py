@@ -49,6 +49,7 @@ def test_menu_is_rebuilt_when_it_opens(qtbot, cluster):
     tray.menu.aboutToShow.emit()
     assert tray.menu_texts() == [
         "2 peers · 1 link saturated · 1 peer down",
+        "1 problem: see Health in the dashboard",  # exotray doctor's reachable: gpu-3
         "gpu-3 · down",
         "studio-2 · Virtual · 159 ms · 6.3 MB/s · 101 % · saturated",
         "Open Dashboard",

@@ -101,6 +101,16 @@ def test_three_bridged_macs_in_a_ring_are_a_loop():
     assert run(chain)["tb_bridge"].status == "pass"
 
 
+def test_exos_own_facts_count_where_our_links_say_nothing():
+    """exo's nodeRdmaCtl and thunderboltBridgeCycles, from the snapshot's local exo."""
+    cluster = dv.tb5_macs(ring=True)
+    cluster["nodes"][0]["exo"] = {"status": "ok", "rdma_ctl": False, "tb_bridge_cycles": 1,
+                                  "tb_bridge_cycle": ["n1", "n2", "n3"]}
+    by = run(cluster)
+    assert "RDMA is off on macbook" in by["rdma"].summary
+    assert by["tb_bridge"].status == "fail" and "in one of 3 nodes" in by["tb_bridge"].summary
+
+
 def test_a_bridge_with_two_cables_to_one_peer_fails():
     cluster = _bridged(["m1", "m2"], {"m1": [("m2", "en1"), ("m2", "en2")],
                                       "m2": [("m1", "en1")]})

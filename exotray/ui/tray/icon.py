@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import importlib.resources
 import sys
+import time
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction, QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
+from exotray.core import doctor
+from exotray.core.events import event_time
 from exotray.ui.tray import summary
 
 _icons: dict[tuple[str, bool], QIcon] = {}
+#: events the tray keeps for its count of problems (the timeline's bound)
+MAX_EVENTS = 10_000
 
 
 def icon_path(name: str) -> str:
@@ -63,6 +68,8 @@ class Tray(QObject):
         #: why the agent is not running (its last error line), shown under the summary
         self.problem: str | None = None
         self.state = "offline"
+        #: this node's events of the last day (the app's), for the count of problems
+        self.events: list[dict[str, Any]] = []
         self.menu = QMenu()
         self.menu.aboutToShow.connect(self.rebuild_menu)
         self.icon = self._new_icon()
@@ -100,6 +107,19 @@ class Tray(QObject):
             self.agent_state = agent_state
         self._update_icon()
 
+    def add_events(self, events: list[dict[str, Any]]) -> None:
+        """Keep this node's events of the last day (at most MAX_EVENTS, the newest) for
+        the menu's count of failing checks."""
+        horizon = time.time() - doctor.PAST_S
+        self.events = [e for e in [*self.events, *events]
+                       if (event_time(e) or horizon) >= horizon][-MAX_EVENTS:]
+
+    def checks(self) -> list[doctor.Check]:
+        """`exotray doctor`'s checks over what the tray knows (none without an agent)."""
+        if not self.cluster or not self.cluster.get("nodes"):
+            return []
+        return doctor.run(self.cluster, self.events, time.time(), sys.platform)
+
     def set_problem(self, problem: str | None) -> None:
         self.problem = problem
         self._update_icon()
@@ -129,6 +149,9 @@ class Tray(QObject):
                 notes.append("exotray starts it again when the file is saved")
         for note in notes:
             m.addAction(_menu_text(note)).setEnabled(False)
+        problems = summary.problems_line(self.checks())  # exotray doctor's, failing
+        if problems:
+            m.addAction(_menu_text(problems), lambda: self.openDashboard.emit(""))
         lines = summary.peer_lines(self.cluster)
         if lines:
             m.addSeparator()

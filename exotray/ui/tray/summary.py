@@ -292,3 +292,12 @@ def _link_change(kind: str, event: dict[str, Any], node: str, peer: str,
     if event.get("state") == "down":
         return title, f"{what}: no change for {minutes} minutes; it is down"
     return title, f"{what}: no drop for {minutes} minutes"
+
+
+def problems_line(checks: list[Any]) -> str | None:
+    """The menu's count of `exotray doctor`'s failing checks ("2 problems: …"), None when
+    none fails. `checks`: core.doctor.run's."""
+    n = sum(c.status == "fail" for c in checks)
+    if not n:
+        return None
+    return f"{n} problem{'s' if n != 1 else ''}: see Health in the dashboard"

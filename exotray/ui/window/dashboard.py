@@ -35,6 +35,7 @@ from exotray.ui.style import look
 from exotray.ui.topology.view import TopologyView
 from exotray.ui.window.actions import EXPORT_TIP, MEASURE_TIP, PAUSED_TEXT, measured
 from exotray.ui.window.banner import ProblemBanner
+from exotray.ui.window.health import HealthView
 from exotray.ui.window.timeline import DEFAULT_SPAN_S, FETCH_LIMIT, EventTimeline, event_time
 
 
@@ -81,6 +82,7 @@ class MainWindow(QMainWindow):
         self.details.rangeChanged.connect(self._range_changed)
         self.details.historyWanted.connect(self._fetch_history)
         self.timeline.eventActivated.connect(self._event_clicked)
+        self.health.linkSelected.connect(self.select_link)
         events_arrived = getattr(client, "eventsArrived", None)
         if events_arrived is not None:
             events_arrived.connect(self._new_events)  # (a method: no cycle via a closure)
@@ -93,6 +95,7 @@ class MainWindow(QMainWindow):
         self.details = LinkDetails()
         self.table = LinkTable()
         self.timeline = EventTimeline(self.clock)
+        self.health = HealthView(self.clock)
         self.empty = QLabel("Click a link to see its latency and bandwidth.")
         self.empty.setTextFormat(Qt.TextFormat.PlainText)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -108,7 +111,7 @@ class MainWindow(QMainWindow):
         top.setSizes([640, 560])
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(self.table)
-        bottom.addWidget(self.timeline)
+        bottom.addWidget(self.health.beside(self.timeline))
         bottom.setSizes([700, 580])
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top)
@@ -151,6 +154,7 @@ class MainWindow(QMainWindow):
     def set_cluster(self, cluster: dict[str, Any] | None) -> None:
         first = self.cluster is None
         self.cluster = cluster
+        self.health.refresh(cluster, [ev for _t, ev in self.timeline.model.rows])
         if cluster is None:
             self.summary.setText("The local exotray agent does not answer.")
             return
@@ -166,8 +170,7 @@ class MainWindow(QMainWindow):
         self.summary.setText(
             f"{n} node{'s' if n != 1 else ''} · {len(self.edges)} link"
             f"{'s' if len(self.edges) != 1 else ''} · a link's traffic is that of the local "
-            "interface that carries it"
-        )
+            "interface that carries it")
         if self.link_id is not None:
             link = self._link(self.link_id)
             if link is None:
