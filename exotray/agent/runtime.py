@@ -225,7 +225,8 @@ class Agent:
             events=lambda: sum(self.events.counts.values()),
             exo_running=lambda: self.exo.state is not None or bool(self.exo.rdma_rates.rates),
             own=lambda: self.ticker.own.peak,
-            now=lambda: self.ticker.last_sample or self.clock())
+            now=lambda: self.ticker.last_sample or self.clock(),
+            flows=lambda link_id: views.flow_fields(self.monitor, link_id))
 
     # -- reads (pure: see share/views.py) ------------------------------------------------------
     def link_dict(self, link: Link, now: float) -> dict[str, Any]:

@@ -175,7 +175,8 @@ class Ticker:
             self.monitor.record_history(t)
             for link in links:  # RDMA included, as detected (exowatch)
                 n = judged.get(link.id) or self.exo.numbers(link)
-                linkstats.history_row(link, now, t, n.rate, n.utilization)
+                linkstats.history_row(link, now, t, n.rate, n.utilization,
+                                      self.monitor.flows.rate(link.id))
                 if self.link_events is not None and not self.paused():
                     rate = (None if n.rate is None
                             else max(n.rate.rx_bytes_per_s, n.rate.tx_bytes_per_s))

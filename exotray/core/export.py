@@ -19,10 +19,14 @@ COLUMNS = (
     ("tx_bytes_per_s", "tx_bytes_per_s"),
     ("utilization", "utilization_ratio"),
     ("state", "state"),
+    # the link's own TCP bytes where its carrier is shared (empty: not read)
+    ("flow_rx_bytes_per_s", "flow_rx_bytes_per_s"),
+    ("flow_tx_bytes_per_s", "flow_tx_bytes_per_s"),
 )
 UNITS = {"t": "s (unix time)", "rtt_ms": "ms", "rtt_min_ms": "ms", "rtt_max_ms": "ms",
          "rx_bytes_per_s": "bytes/s", "tx_bytes_per_s": "bytes/s", "utilization": "ratio",
-         "state": "up | saturated | down"}
+         "state": "up | saturated | down", "flow_rx_bytes_per_s": "bytes/s",
+         "flow_tx_bytes_per_s": "bytes/s"}
 
 
 #: the longest --since (the agent keeps what its history_days says, at most this)

@@ -203,6 +203,11 @@ INVALID = [
     ("null-node", _set("node", None)),
     ("null-link", _set("links.0", None)),
     ("null-peer-port", _set("links.0.peer_port", None)),
+    # a link's own bytes (issue 30): finite, non-negative, bounded as rates; a known source
+    ("negative-flow-rate", _set("links.0.flow_rx_bytes_per_s", -1.0)),
+    ("flow-rate-above-80-tbit", _set("links.0.flow_tx_bytes_per_s", 2e13)),
+    ("flow-rate-as-string", _set("links.0.flow_tx_bytes_per_s", "5e6")),
+    ("unknown-flow-source", _set("links.0.flow_source", "pcap")),
 ]
 
 
@@ -339,6 +344,15 @@ def test_every_reject_reason_is_covered() -> None:
             _set("links.0.peer_port", 1), lambda s: s.links[0].peer_port == 1, id="port-1"
         ),
         pytest.param(_set("links.0.loss", 0), lambda s: s.links[0].loss == 0.0, id="loss-int-0"),
+        pytest.param(
+            lambda d: d["links"][0].update(flow_rx_bytes_per_s=5.0e6, flow_tx_bytes_per_s=0,
+                                           flow_source="sockets"),
+            lambda s: (s.links[0].flow_rx_bytes_per_s, s.links[0].flow_source)
+            == (5.0e6, "sockets"), id="flow-rates"),
+        pytest.param(
+            lambda d: None,  # (realistic() is an older agent's: no flow fields)
+            lambda s: s.links[0].flow_source is None and s.links[0].flow_rx_bytes_per_s is None,
+            id="no-flow-fields-from-an-older-agent"),
     ],
 )
 def test_accepted_edge_values(mutate: Callable[[dict], None], check: Callable) -> None:

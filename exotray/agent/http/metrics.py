@@ -108,6 +108,14 @@ class AgentCollector(Collector):
         queue = GaugeMetricFamily("exotray_link_queue_delay_seconds",
                                   "Recent median RTT above the baseline (absent when unknown)",
                                   labels=LINK_LABELS)
+        own = {"receive": GaugeMetricFamily(
+                   "exotray_link_flow_receive_bytes_per_second",
+                   "The link's own TCP bytes received a second, where its interface is "
+                   "shared (absent when not read)", labels=LINK_LABELS),
+               "transmit": GaugeMetricFamily(
+                   "exotray_link_flow_transmit_bytes_per_second",
+                   "The link's own TCP bytes sent a second, where its interface is shared "
+                   "(absent when not read)", labels=LINK_LABELS)}
         now = a.clock()
         for link in a.links.values():
             d = a.link_dict(link, now)
@@ -130,8 +138,12 @@ class AgentCollector(Collector):
             for family, key in ((base, "rtt_baseline_ms"), (queue, "queue_delay_ms")):
                 if d[key] is not None:
                     family.add_metric(labels, d[key] / 1000.0)
+            for family, key in ((own["receive"], "flow_rx_bytes_per_s"),
+                                (own["transmit"], "flow_tx_bytes_per_s")):
+                if d[key] is not None:
+                    family.add_metric(labels, d[key])
         yield from rtt.values()
-        yield from (jitter, loss, up, sat, util, base, queue)
+        yield from (jitter, loss, up, sat, util, base, queue, *own.values())
 
     def _interfaces(self, node: str) -> Iterator[Metric]:
         """Each present interface's kernel byte counters and its capacity."""

@@ -154,7 +154,8 @@ def detect(link: Link, now: float, rate: Rate | None, util: float | None) -> Tra
 
 
 def history_row(link: Link, now: float, t: float, rate: Rate | None,
-                util: float | None) -> None:
+                util: float | None, own: Rate | None = None) -> None:
+    """`own`: the link's own TCP bytes, where read (hw/flows.py)."""
     s = link.rtt.summary(now)
     q = queue_reading(link, now)
     link.history.append(
@@ -169,6 +170,8 @@ def history_row(link: Link, now: float, t: float, rate: Rate | None,
             link.state,
             r(q.baseline_ms),
             r(q.queue_delay_ms),
+            r(own.rx_bytes_per_s, 1) if own else None,
+            r(own.tx_bytes_per_s, 1) if own else None,
         )
     )
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-_RATES = frozenset({"rx_bytes_per_s", "tx_bytes_per_s", "capacity_bytes_per_s"})
+_RATES = frozenset({"rx_bytes_per_s", "tx_bytes_per_s", "capacity_bytes_per_s",
+                    "flow_rx_bytes_per_s", "flow_tx_bytes_per_s"})
+_TRAFFIC = frozenset({"rx_bytes_per_s", "tx_bytes_per_s", "flow_rx_bytes_per_s",
+                      "flow_tx_bytes_per_s"})
 _MS = frozenset({"rtt_ms", "rtt_min_ms", "rtt_max_ms", "rtt_p90_ms", "rtt_last_ms",
                  "jitter_ms", "rtt_baseline_ms", "queue_delay_ms"})
 _FIXED_STEP = {"utilization": 0.005, "loss": 0.001}
@@ -118,7 +121,7 @@ def prompt(field: str, new: Any, last: Any, own: float = 0.0,
     if field in SPREAD:
         return False
     d, big = abs(new - last), max(abs(new), abs(last))
-    if field in ("rx_bytes_per_s", "tx_bytes_per_s"):
+    if field in _TRAFFIC:  # (a link's own bytes hold our frames to its peer too)
         return d >= PROMPT_RATE_B + own and d >= PROMPT_RATE_REL * big
     if field in _MS:
         return (d >= max(2 * (step(field, new, last) or 0.0), PROMPT_MS_ABS)

@@ -13,7 +13,7 @@ It answers yes for
   peer come or gone);
 * a link or interface that came or went, a node name or interval that changed;
 * a link's state, peer, names, interface (or bridge cable) or address unlike what was
-  sent; its capacity, utilization, own rates, RTT median, queueing delay or loss moved
+  sent; its capacity, utilization, rates, own bytes, RTT median, queueing delay or loss moved
   promptly (stream_numbers.prompt, the same rules as the frame's) from what was sent;
   a window's spread or its baseline become known or unknown (their moves never are
   prompt);
@@ -47,6 +47,9 @@ _CARRIER = ("capacity_bytes_per_s", "capacity_source", "utilization", "rx_bytes_
 #: ... and its RTT window's and queue's
 _RTT = ("rtt_ms", "loss", "queue_delay_ms", "rtt_min_ms", "rtt_max_ms", "rtt_p90_ms",
         "jitter_ms", "rtt_baseline_ms")
+#: ... and its own bytes (hw/flows.py: views.flow_fields)
+_FLOW = ("flow_rx_bytes_per_s", "flow_tx_bytes_per_s", "flow_source")
+_NO_FLOW = dict.fromkeys(_FLOW)
 _SPREAD = ("rtt_min_ms", "rtt_max_ms", "rtt_p90_ms", "jitter_ms", "rtt_baseline_ms")
 assert set(_SPREAD) == N.SPREAD and set(_SPREAD) < set(_RTT)
 _sent_exact = operator.itemgetter(*_EXACT)  # (a link record in the state has them all)
@@ -55,7 +58,7 @@ _sent_spread = operator.itemgetter(*_SPREAD)
 EXO_FIELDS = frozenset({"exo_instances", "rdma", "rdma_enabled", "rdma_ports"})
 #: every link field the watch compares (tests/unit/test_stream_watch.py: with "id",
 #: EXO_FIELDS and the fields not streamed, every field of a link record)
-CHECKED = frozenset(_EXACT + _CARRIER + _RTT)
+CHECKED = frozenset(_EXACT + _CARRIER + _RTT + _FLOW)
 
 
 class Watch:
@@ -69,10 +72,12 @@ class Watch:
                  numbers: Callable[[str | None, str | None], tuple],
                  top: Callable[[], dict[str, Any]], events: Callable[[], int],
                  exo_running: Callable[[], bool], own: Callable[[], float],
-                 now: Callable[[], float]) -> None:
+                 now: Callable[[], float],
+                 flows: Callable[[str], dict[str, Any]] = lambda _: _NO_FLOW) -> None:
         self._links, self._ifaces, self._member, self._top = links, ifaces, member, top
         self._numbers, self._label = numbers, label
         self._events, self._exo, self._own, self._now = events, exo_running, own, now
+        self._flows = flows
         #: events emitted, and whether exo ran, when the state was last built
         self._events_at_build: int | None = None
         self._exo_at_build = True
@@ -130,6 +135,11 @@ class Watch:
                         sent, own)
                 or _prompt("tx_bytes_per_s", r(rate.tx_bytes_per_s, 1) if rate else None,
                            sent, own)):
+            return True
+        flow = self._flows(link.id)
+        if (sent.get("flow_source") != flow["flow_source"]
+                or _prompt("flow_rx_bytes_per_s", flow["flow_rx_bytes_per_s"], sent, own)
+                or _prompt("flow_tx_bytes_per_s", flow["flow_tx_bytes_per_s"], sent, own)):
             return True
         s = link.rtt.summary(now)  # (cached: the history row read it at this tick's `now`)
         q = queue_reading(link, now)
