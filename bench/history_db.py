@@ -54,7 +54,8 @@ def _values(rnd: random.Random, kind: str, busy: float) -> dict[str, float | str
     return {"rtt_ms": rtt, "rtt_min_ms": rtt * 0.7, "rtt_max_ms": rtt * 2.5,
             "rx_bytes_per_s": rate, "tx_bytes_per_s": rate * rnd.random(),
             "utilization": util, "state": "saturated" if util > 0.9 else "up",
-            "rtt_baseline_ms": 0.05, "queue_delay_ms": rtt - 0.05}
+            "rtt_baseline_ms": 0.05, "queue_delay_ms": rtt - 0.05,
+            "flow_rx_bytes_per_s": None, "flow_tx_bytes_per_s": None}
 
 
 def _enc(col: str, v: float | str | None) -> int | str | None:

@@ -39,6 +39,7 @@ from exotray.agent.peers.table import PeerTable
 from exotray.agent.probe import pacing
 from exotray.agent.probe.prober import Prober
 from exotray.agent.share.poll import Sharing
+from exotray.core import shares
 from exotray.core.events import EventLog
 
 log = logging.getLogger("exotray.agent.runtime")
@@ -74,6 +75,8 @@ class Ticker:
         self._tested: tuple[int, frozenset[str]] = (-1, frozenset())
         self.last_sample: float | None = None
         self.own = pacing.OwnTraffic()
+        #: shared carriers saturated: the link that told it and the links saturated there
+        self._carriers_full: dict[str, tuple[Link, set[str]]] = {}
         #: rtnetlink's change notices (sampler.NicChanges), opened by the first full tick
         #: that runs in the agent's loop; when the interface list was last read, and the
         #: interfaces the counters listed then
@@ -274,13 +277,54 @@ class Ticker:
             link.saturated_on = self._path(link)
         pacing.mark(link, now, pacing.busy(link, rate, util, link.queue.reading(now), own))
         if change is not None:
+            told = self._carrier_told(link, change.saturated)
+            if told is None:
+                return numbers  # the carrier's saturation: another link told it
             type_, at, fields = linkstats.saturation_event(
-                link, change, t, now, rate, capacity, util, node=self.node_name(),
+                told, change, t, now, rate, capacity, util, node=self.node_name(),
                 label=self.monitor.label(link.local_interface), member=self._path(link)[1])
             if rdma:  # "counted": RDMA bytes are in the rates; "not_counted": they are not
                 fields["rdma"] = rdma
+            if (shared := self._shares(link)) is not None:
+                fields["shares"] = shared
             self.events.emit(type_, at, **fields)
         return numbers
+
+    def _shares(self, link: Link) -> list[dict] | None:
+        """The links on `link`'s carrier with their own bytes, largest first (None: the
+        carrier is not shared, or their own bytes are not read)."""
+        flows, carrier = self.monitor.flows, self.monitor.carrier
+        mine = carrier(link.local_interface, link.target[0])
+        out = []
+        for lk in self.table.links.values():
+            if carrier(lk.local_interface, lk.target[0]) == mine and (
+                    own := flows.rate(lk.id)) is not None:
+                out.append((lk.id, lk.peer.name or lk.peer.key,
+                            max(own.rx_bytes_per_s, own.tx_bytes_per_s)))
+        return shares.ordered(out) if len(out) >= 2 and mine else None
+
+    def _carrier_told(self, link: Link, saturated: bool) -> Link | None:
+        """A shared carrier whose links' own bytes are read saturates once, not once per
+        link: the first link to saturate tells it (its event names every link and its
+        share), the others join silently; the clear is told, in the first one's name, when
+        the last one clears. The link whose event this is; None: nothing to tell."""
+        key = self.monitor.carrier(link.local_interface, link.target[0])
+        first, ids = self._carriers_full.get(key or "", (None, set()))
+        if saturated:
+            if first is None and (key is None or self.monitor.flows.rate(link.id) is None):
+                return link  # (not known shared: its own event)
+            ids.add(link.id)
+            if first is not None:
+                return None
+            self._carriers_full[key or ""] = (link, ids)
+            return link
+        if first is None or link.id not in ids:
+            return link  # (raised on its own: its own clear)
+        ids.discard(link.id)
+        if ids & {lk.id for lk in self.table.links.values()}:
+            return None
+        del self._carriers_full[key or ""]
+        return first
 
     def _path(self, link: Link) -> tuple[str | None, str | None]:
         """(local interface, bridge cable to the peer, when known)."""

@@ -26,8 +26,8 @@ def status_lines(cluster: dict) -> list[str]:
                 # a down link's last RTT, or a stale node's, is not its RTT now
                 fmt.ms(lk.get("rtt_ms") if lk["state"] != "down" and condition is None
                        else None),
-                fmt.rate(lk.get("rx_bytes_per_s")),
-                fmt.rate(lk.get("tx_bytes_per_s")),
+                _rate(lk, "rx"),
+                _rate(lk, "tx"),
                 fmt.percent(lk.get("utilization")),
                 # "saturated (+170 ms queueing)" when the queueing delay matters
                 " ".join([lk["state"], *[f"({n})" for n in [queueing.note(lk)] if n]])
@@ -39,6 +39,14 @@ def status_lines(cluster: dict) -> list[str]:
     if len(rows) == 1:
         lines = ["no links yet."]
     return lines + exo_lines(cluster) + diagnostics(cluster)
+
+
+def _rate(lk: dict, way: str) -> str:
+    """The carrier's rate; where the link's own bytes are read, "its own of that"."""
+    total = fmt.rate(lk.get(f"{way}_bytes_per_s"))
+    if not lk.get("flow_source"):
+        return total
+    return f"{fmt.rate(lk.get(f'flow_{way}_bytes_per_s'))} of {total}"
 
 
 def _short(model: str) -> str:

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from exotray.core import shares
+
 _STATE_RANK = {"paused": -1, "up": 0, "saturated": 1, "down": 2}
 
 
@@ -61,8 +63,22 @@ def as_shown(cluster: dict[str, Any]) -> dict[str, Any]:
 
 
 def _known_utilization(link: dict[str, Any]) -> float | None:
-    """A link end's utilization, None where its RDMA traffic is not counted."""
-    return None if link.get("rdma") == "not_counted" else link.get("utilization")
+    """A link end's utilization, None where its RDMA traffic is not counted; a link
+    quiet on a full shared carrier (core/shares.py), its own share of the capacity."""
+    if link.get("rdma") == "not_counted":
+        return None
+    if link.get("flow_source") and shares.quiet(link):
+        return shares.own_rate(link) / link["capacity_bytes_per_s"] \
+            if link.get("capacity_bytes_per_s") else None  # type: ignore[operator]
+    return link.get("utilization")
+
+
+def _drawn_state(link: dict[str, Any]) -> str:
+    """A link end's state as the map draws it: a link saturated only because a neighbour
+    fills their shared carrier is drawn by its own share ("up"), not as full."""
+    if link["state"] == "saturated" and link.get("flow_source") and shares.quiet(link):
+        return "up"
+    return link["state"]
 
 
 class Edge:
@@ -97,14 +113,14 @@ class Edge:
         self.index = index
         self.count = count
         self.link_ids = link_ids
-        #: the worse end's state
-        state = primary["state"]
+        #: the worse end's state (as drawn: _drawn_state)
+        state = _drawn_state(primary)
         #: the busier end's utilization (None when neither end knows it; an end whose
         #: RDMA traffic is not counted, macOS JACCL, knows only its IP part: unknown, so
         #: the edge is not drawn as an idle one)
         util = _known_utilization(primary)
         if reverse is not None:
-            other = reverse["state"]
+            other = _drawn_state(reverse)
             if _STATE_RANK.get(other, 2) > _STATE_RANK.get(state, 2):
                 state = other
             u = _known_utilization(reverse)
@@ -258,8 +274,12 @@ class EdgeNumbers:
         n = len(links)
         self.links = links
         states = list(map(itemgetter("state"), links))
+        if any(map(dict.get, links, repeat("flow_source"))):  # (own bytes read somewhere)
+            states = list(map(_drawn_state, links))
+            util = np.array(list(map(_known_utilization, links)), dtype=float)
+        else:
+            util = np.array(list(map(dict.get, links, repeat("utilization"))), dtype=float)
         rank = np.fromiter(map(_STATE_RANK.get, states, repeat(2)), np.int8, n)
-        util = np.array(list(map(dict.get, links, repeat("utilization"))), dtype=float)
         if any(map(dict.get, links, repeat("rdma"))):
             # an end whose RDMA traffic is not counted knows only its IP part: unknown
             rdma = [lk.get("rdma") == "not_counted" for lk in links]

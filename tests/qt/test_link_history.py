@@ -38,7 +38,8 @@ def _row(t: float, peak: bool) -> tuple:
               "rx_bytes_per_s": rx, "tx_bytes_per_s": rx / 10,
               "utilization": 0.97 if peak else 0.003,
               "state": "saturated" if peak else "up", "rtt_baseline_ms": QUIET_RTT,
-              "queue_delay_ms": rtt - QUIET_RTT}
+              "queue_delay_ms": rtt - QUIET_RTT, "flow_rx_bytes_per_s": None,
+              "flow_tx_bytes_per_s": None}
     return tuple(values[c] for c in LINK_COLUMNS)
 
 

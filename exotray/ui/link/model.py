@@ -152,8 +152,11 @@ def _values(node_name: str, lk: dict[str, Any], ifaces: linkwords.Ifaces,
     exo = exo_cell(lk) if get("exo_instances") or get("rdma") else ""
     # a down link's last RTT is not its RTT; a stale node's numbers are not now's either
     live = lk["state"] != "down" and condition is None
+    rx, tx = get("rx_bytes_per_s"), get("tx_bytes_per_s")
+    if get("flow_source"):  # its own bytes, with its shared carrier's beside them
+        rx, tx = ("own", get("flow_rx_bytes_per_s"), rx), ("own", get("flow_tx_bytes_per_s"), tx)
     return (node_name, (peer, addr), _state(lk, condition), get("rtt_ms") if live else None,
-            util, get("rx_bytes_per_s"), get("tx_bytes_per_s"), cap, texts[0], texts[1],
+            util, rx, tx, cap, texts[0], texts[1],
             get("jitter_ms") if live else None, get("loss"), exo)
 
 
@@ -165,8 +168,10 @@ def _sort_key(c: int, v: Any) -> Any:
     if c in _NUMBERS:
         if v is None:  # unknown sorts below every number (RTT: above, as the slowest)
             return float("inf") if c == RTT else -1.0
-        if isinstance(v, tuple):  # ("IP", utilization): its number
+        if isinstance(v, tuple):  # ("IP", utilization), ("own", own, carrier's): its number
             v = v[1]
+            if v is None:
+                return -1.0
         return max(v, 0.0) if c in (RX, TX) else v
     return v
 
@@ -193,6 +198,8 @@ class LinkModel(QAbstractTableModel):
         if c == LOSS:
             return fmt.percent(v)
         if c in (RX, TX):
+            if isinstance(v, tuple):  # ("own", its own, its carrier's): issue 30
+                return f"{self.rate(v[1])} of {self.rate(v[2])}"
             return self.rate(v)
         if c == UTIL:
             if isinstance(v, tuple):

@@ -115,8 +115,11 @@ class NumbersPanel(QFrame):
         qd = link.get("queue_delay_ms")
         self._values["queue_delay_ms"].setText(fmt.DASH if qd is None else f"+{fmt.ms(qd)}")
         self._values["loss"].setText(fmt.percent(link.get("loss")))
-        self._values["rx_bytes_per_s"].setText(fmt.rate(link.get("rx_bytes_per_s")))
-        self._values["tx_bytes_per_s"].setText(fmt.rate(link.get("tx_bytes_per_s")))
+        for own, key in (("flow_rx_bytes_per_s", "rx_bytes_per_s"),
+                         ("flow_tx_bytes_per_s", "tx_bytes_per_s")):
+            total = fmt.rate(link.get(key))  # its carrier's; its own beside, where read
+            self._values[key].setText(f"{fmt.rate(link.get(own))} of {total}"
+                                      if link.get("flow_source") else total)
         # "IP only: RDMA not counted · RDMA enabled · rdma_en3 PORT_ACTIVE": a JACCL link
         # on macOS must not read as an idle one
         self._set_sub("tx_bytes_per_s", " · ".join(

@@ -19,7 +19,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QFont
 
-from exotray.core import fmt
+from exotray.core import fmt, shares
 from exotray.core.topology import Edge
 from exotray.ui.style import theme
 from exotray.ui.topology import tips as topology_tips
@@ -33,7 +33,9 @@ BADGE_SLOTS: Final = (0.5, 0.4, 0.6, 0.32, 0.68, 0.25, 0.75, 0.8, 0.2, 0.85)
 
 
 def badge_text(edge: Edge) -> str:
-    text = f"{fmt.rate(edge.rate_bytes_per_s)} · {fmt.ms(edge.rtt_ms)}"
+    # a link's own bytes, where read, with its shared carrier's beside them (core/shares.py)
+    own = shares.badge(edge.primary) if edge.primary.get("flow_source") else None
+    text = f"{own or fmt.rate(edge.rate_bytes_per_s)} · {fmt.ms(edge.rtt_ms)}"
     exo = topology_tips.edge_exo(edge)
     return f"{text}\nexo: {', '.join(exo)}" if exo else text
 

@@ -39,7 +39,9 @@ class MapLegend:
         names = {
             "calm": f"&lt; {fmt.percent(calm)}",
             "busy": f"&lt; {fmt.percent(threshold)}",
-            "hot": f"≥ {fmt.percent(threshold)}",
+            # a link on a full shared interface is hot when its own bytes fill it; one
+            # whose neighbour fills it is drawn by its own share (core/shares.py)
+            "hot": f"≥ {fmt.percent(threshold)} (own share, where read)",
             "unknown": "capacity unknown",
             "down": "down",
         }

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from exotray.core import fmt, queueing
+from exotray.core import fmt, queueing, shares
 
 HEALTH = ("ok", "alone", "warning", "alert", "offline")
 
@@ -190,6 +190,8 @@ def notification(event: dict[str, Any], self_name: str) -> tuple[str, str] | Non
             known = (f"{fmt.utilization(event.get('utilization'), cap)}{of}" if cap
                      else "capacity unknown")
             return title, f"{delay} at {fmt.rate(rate)} ({known}) on {label}"
+        if kind == "link_saturated" and (words := shares.full_words(event)):
+            return title, words  # a shared carrier: who fills it (core/shares.py)
         incl = ", RDMA included" if event.get("rdma") == "counted" else ""
         body = f"{label} at {util} ({fmt.rate(rate)}{incl}{of})"
         if qd is not None and queueing.notable(qd, event.get("rtt_baseline_ms")):
