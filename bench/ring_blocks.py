@@ -45,7 +45,7 @@ r0, (u0, f0) = rss(), mi()
 live = []
 for t in range(size):
     for r in links:
-        r.append((float(t), 1.0, 0.9, 1.2, 1e6, 2e6, 0.1, "up", 0.8, 0.1))
+        r.append((float(t), 1.0, 0.9, 1.2, 1e6, 2e6, 0.1, "up", 0.8, 0.1, None, None))
     for r in ifaces:
         r.append((float(t), 1e6, 2e6, "up"))
     live.extend(bytes(random.choice((300, 700, 1500, 3000, 9000))) for _ in range(12))

@@ -26,7 +26,8 @@ def test_parse_since_rejects(text):
 def test_csv_has_units_and_every_row():
     table = list(csv.reader(io.StringIO(to_csv(HIST))))
     assert table[0] == ["time_utc", "unix_time_s", "rtt_median_ms", "rtt_min_ms", "rtt_max_ms",
-                        "rx_bytes_per_s", "tx_bytes_per_s", "utilization_ratio", "state"]
+                        "rx_bytes_per_s", "tx_bytes_per_s", "utilization_ratio", "state",
+                        "flow_rx_bytes_per_s", "flow_tx_bytes_per_s"]
     assert len(table) == len(HIST["t"]) + 1
     assert table[1][0].endswith("Z") and float(table[1][1]) == HIST["t"][0]
     assert table[-1][8] == HIST["state"][-1]
