@@ -26,6 +26,9 @@ SOCK_DIAG_BY_FAMILY = 20
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 INET_DIAG_INFO = 2
+INET_DIAG_REQ_BYTECODE = 1
+#: inet_diag's filter ops (linux/inet_diag.h)
+_BC_JMP, _BC_D_COND = 1, 8
 #: the kernel's multicast groups for destroyed TCP sockets (linux/sock_diag.h):
 #: SKNLGRP_INET_TCP_DESTROY (1) and SKNLGRP_INET6_TCP_DESTROY (3), as a bind() mask
 DESTROY_GROUPS = (1 << 0) | (1 << 2)
@@ -71,12 +74,37 @@ def pack_address(text: str) -> bytes | None:
     return raw[12:] if raw[:12] == _V4_MAPPED else raw
 
 
-def dump_request(family: int, seq: int) -> bytes:
-    """SOCK_DIAG_BY_FAMILY dump of TCP sockets of `family` with tcp_info."""
+def dump_request(family: int, seq: int, remotes: frozenset[bytes] | None = None) -> bytes:
+    """SOCK_DIAG_BY_FAMILY dump of TCP sockets of `family` with tcp_info; with `remotes`,
+    only those whose remote address is one of them (the kernel's filter: the other
+    sockets of the host are neither filled in nor copied)."""
     body = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 1 << (INET_DIAG_INFO - 1), 0,
                        _STATES) + bytes(48)
+    if remotes is not None:
+        code = bytecode(remotes)
+        body += _ATTR.pack(4 + len(code), INET_DIAG_REQ_BYTECODE) + code
     return _HDR.pack(_HDR.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP,
                      seq, 0) + body
+
+
+def bytecode(remotes: frozenset[bytes]) -> bytes:
+    """inet_diag's filter program "remote address is one of `remotes`": per address a
+    condition (match: on to a jump to the end, which accepts; else on to the next one)
+    and that jump; past the last condition, 4 bytes beyond the end, which rejects
+    (net/ipv4/inet_diag.c: inet_diag_bc_run)."""
+    blocks = []
+    for addr in sorted(remotes):
+        family = socket.AF_INET if len(addr) == 4 else socket.AF_INET6
+        blocks.append(struct.pack("=BBxxi", family, 8 * len(addr), -1) + addr)
+    out = bytearray()
+    total = sum(4 + len(b) + 4 for b in blocks)
+    for i, b in enumerate(blocks):
+        cond = 4 + len(b)
+        last = i == len(blocks) - 1
+        out += struct.pack("=BBH", _BC_D_COND, cond, cond + (8 if last else 4)) + b
+        left = total - len(out)  # from the jump to the end
+        out += struct.pack("=BBH", _BC_JMP, 4, left)
+    return bytes(out)
 
 
 def parse(buf: memoryview | bytes, wanted: frozenset[bytes] | None = None,
@@ -201,7 +229,7 @@ class SockDiag:
             if family == socket.AF_INET6 and self._no_v6:
                 continue
             self._seq += 1
-            s.send(dump_request(family, self._seq))
+            s.send(dump_request(family, self._seq, wanted))
             while True:
                 n = s.recv_into(self._buf)
                 try:
