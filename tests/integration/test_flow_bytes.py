@@ -230,3 +230,30 @@ def test_nothing_is_read_without_a_shared_carrier_that_carries_traffic():
 ])
 def test_addresses_are_packed_as_the_kernel_gives_them(text, packed):
     assert sockdiag.pack_address(text) == packed
+
+
+@pytest.mark.skipif(not socket.has_dualstack_ipv6(), reason="no IPv6 on this host")
+def test_an_ipv4_peer_of_a_dual_stack_listener_is_counted():
+    """A server on `::` (iperf3's default, many others') takes an IPv4 peer's connection as
+    an IPv6 socket with an IPv4-mapped address: its bytes are that peer's, though every
+    wanted address is IPv4 (an IPv4-only dump would never see them)."""
+    (peer,) = _peer_addresses(1)
+    srv = socket.create_server(("::", 0), family=socket.AF_INET6, dualstack_ipv6=True)
+    port = srv.getsockname()[1]
+    me, pa = sockdiag.pack_address(LOCAL), sockdiag.pack_address(peer)
+    reader = FlowBytes()
+    c = socket.create_connection((LOCAL, port), timeout=10, source_address=(peer, 0))
+    s, _ = srv.accept()
+    try:
+        reader.read(frozenset({pa}), 0.0)  # (where the counting starts)
+        c.sendall(b"x" * (2 * MB))
+        got = 0
+        s.settimeout(10)
+        while got < 2 * MB:
+            got += len(s.recv(1 << 16))
+        reader.read(frozenset({pa}), 0.0)
+        assert abs(reader.totals[(me, pa)][0] - 2 * MB) <= 0.05 * 2 * MB
+    finally:
+        for x in (c, s, srv):
+            x.close()
+        reader.close()

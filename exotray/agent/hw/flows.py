@@ -24,7 +24,6 @@ each. Bytes sent but not yet acknowledged are counted when acknowledged.
 from __future__ import annotations
 
 import logging
-import socket
 import sys
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
@@ -84,10 +83,8 @@ class FlowBytes:
                 continue  # (a connection of before this address was counted)
             self._add(c.local, c.remote, c.rx - (last[2] if last else 0),
                       c.tx - (last[3] if last else 0))
-        families = (socket.AF_INET,) if all(len(a) == 4 for a in wanted) else (
-            socket.AF_INET, socket.AF_INET6)
         dumped = set()
-        for c in src.connections(families, wanted):
+        for c in src.connections(wanted):
             dumped.add(c.cookie)
             if self._missing:
                 self._missing.pop(c.cookie, None)
