@@ -59,7 +59,7 @@ def make_state(state: Path, peer_port: int) -> str:
     rows = fill(db, "link", lid, now, 1.0, 30.0, seed=1)
     db.conn.execute("COMMIT")
     # one interval's write, as the agent's: it sets the roll-up marks the queries use
-    last = (now + 1, 0.3, 0.2, 0.5, 1e6, 2e5, 0.01, "up", 0.2, 0.1, None, None)
+    last = (now + 1, 0.3, 0.2, 0.5, 1e6, 2e5, 0.01, "up", 0.2, 0.1, None, None, 0.0)
     db.write(now + 1, [("link", lid, LINK_COLUMNS, last)], [])
     db.close()
     print(f"database: {rows} rows of link {lid}", file=sys.stderr)

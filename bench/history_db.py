@@ -55,7 +55,8 @@ def _values(rnd: random.Random, kind: str, busy: float) -> dict[str, float | str
             "rx_bytes_per_s": rate, "tx_bytes_per_s": rate * rnd.random(),
             "utilization": util, "state": "saturated" if util > 0.9 else "up",
             "rtt_baseline_ms": 0.05, "queue_delay_ms": rtt - 0.05,
-            "flow_rx_bytes_per_s": None, "flow_tx_bytes_per_s": None}
+            "flow_rx_bytes_per_s": None, "flow_tx_bytes_per_s": None,
+            "loss": 0.1 if rnd.random() < 0.01 else 0.0}
 
 
 def _enc(col: str, v: float | str | None) -> int | str | None:
@@ -90,6 +91,8 @@ def fill(db: HistoryDB, kind: str, name: str, now: float, interval: float, days:
                 for c in cols:
                     if not numeric(c):
                         row.append(_enc(c, v[c]))
+                    elif v[c] is None:  # not read (a link's own bytes)
+                        row += [None] * 3
                     else:
                         x = float(v[c])  # type: ignore[arg-type]
                         row += [_enc(c, x * 0.6), _enc(c, x), _enc(c, x * 1.8)]

@@ -42,9 +42,14 @@ def rows(n: int, seed: int):
     for i in range(n):
         rtt = round(0.05 + rnd.random() * 0.2, 4)
         util = None if i % 2 else round(rnd.random(), 4)
-        yield (t0 + i, rtt, round(rtt * 0.8, 4), round(rtt * 1.5, 4),
-               round(rnd.random() * 1e6, 1), round(rnd.random() * 1e6, 1), util,
-               "up" if rnd.random() > 0.01 else "saturated")
+        values = {"t": t0 + i, "rtt_ms": rtt, "rtt_min_ms": round(rtt * 0.8, 4),
+                  "rtt_max_ms": round(rtt * 1.5, 4), "rx_bytes_per_s": round(rnd.random() * 1e6, 1),
+                  "tx_bytes_per_s": round(rnd.random() * 1e6, 1), "utilization": util,
+                  "state": "up" if rnd.random() > 0.01 else "saturated",
+                  "rtt_baseline_ms": 0.05, "queue_delay_ms": round(rtt - 0.05, 4),
+                  "loss": 0.1 if rnd.random() < 0.01 else 0.0}
+        # every column the agent keeps (one not set here: None, as where it is not read)
+        yield tuple(values.get(c) for c in LINK_COLUMNS)
 
 
 def measure(make, links: int, n: int) -> int:

@@ -22,11 +22,13 @@ COLUMNS = (
     # the link's own TCP bytes where its carrier is shared (empty: not read)
     ("flow_rx_bytes_per_s", "flow_rx_bytes_per_s"),
     ("flow_tx_bytes_per_s", "flow_tx_bytes_per_s"),
+    # the share of the RTT window's probes lost (empty: none sent yet, or an older row)
+    ("loss", "loss_ratio"),
 )
 UNITS = {"t": "s (unix time)", "rtt_ms": "ms", "rtt_min_ms": "ms", "rtt_max_ms": "ms",
          "rx_bytes_per_s": "bytes/s", "tx_bytes_per_s": "bytes/s", "utilization": "ratio",
          "state": "up | saturated | down", "flow_rx_bytes_per_s": "bytes/s",
-         "flow_tx_bytes_per_s": "bytes/s"}
+         "flow_tx_bytes_per_s": "bytes/s", "loss": "ratio"}
 
 
 #: the longest --since (the agent keeps what its history_days says, at most this)

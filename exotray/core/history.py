@@ -21,6 +21,9 @@ LINK_COLUMNS = (
     # the link's own TCP bytes, where read (agent/hw/flows.py; issue 30)
     "flow_rx_bytes_per_s",
     "flow_tx_bytes_per_s",
+    # the share of the RTT window's probes not answered, as the snapshot's `loss`
+    # (a ratio; exotray doctor's `loss` check reads its last day, issue 32)
+    "loss",
 )
 #: columns of /v1/history?interface=NAME ("carrier": "up" or "down", so that every change
 #: of it stays in the interface's history)
@@ -42,7 +45,7 @@ class Ring:
 
     Stored as typed columns, not rows of Python objects: numbers in array('d') (None as
     NaN), text columns as one byte per row indexing a small table of the strings seen.
-    An hour of a link at 1 s is 3601 x 89 bytes (~313 KiB) instead of ~1.2 MiB of tuples.
+    An hour of a link at 1 s is 3601 x 97 bytes (~341 KiB) instead of ~1.3 MiB of tuples.
 
     Each column is a list of fixed-size blocks of `block` rows, each allocated once at its
     full size when the ring reaches it, then written in place; once `maxlen` rows are held

@@ -23,7 +23,7 @@ def _row(t: float, i: int) -> tuple:
     values = {"t": t, "rtt_ms": 0.2 + (i % 7) / 100, "rtt_min_ms": 0.1, "rtt_max_ms": 0.4,
               "rx_bytes_per_s": 1000.0 + i, "tx_bytes_per_s": 500.0, "utilization": 0.01,
               "state": "up", "rtt_baseline_ms": 0.1, "queue_delay_ms": 0.1,
-              "flow_rx_bytes_per_s": 400.0 + i, "flow_tx_bytes_per_s": None}
+              "flow_rx_bytes_per_s": 400.0 + i, "flow_tx_bytes_per_s": None, "loss": 0.0}
     return tuple(values[c] for c in LINK_COLUMNS)
 
 

@@ -39,7 +39,7 @@ def _row(t: float, peak: bool) -> tuple:
               "utilization": 0.97 if peak else 0.003,
               "state": "saturated" if peak else "up", "rtt_baseline_ms": QUIET_RTT,
               "queue_delay_ms": rtt - QUIET_RTT, "flow_rx_bytes_per_s": None,
-              "flow_tx_bytes_per_s": None}
+              "flow_tx_bytes_per_s": None, "loss": 0.0}
     return tuple(values[c] for c in LINK_COLUMNS)
 
 

@@ -27,7 +27,7 @@ def test_csv_has_units_and_every_row():
     table = list(csv.reader(io.StringIO(to_csv(HIST))))
     assert table[0] == ["time_utc", "unix_time_s", "rtt_median_ms", "rtt_min_ms", "rtt_max_ms",
                         "rx_bytes_per_s", "tx_bytes_per_s", "utilization_ratio", "state",
-                        "flow_rx_bytes_per_s", "flow_tx_bytes_per_s"]
+                        "flow_rx_bytes_per_s", "flow_tx_bytes_per_s", "loss_ratio"]
     assert len(table) == len(HIST["t"]) + 1
     assert table[1][0].endswith("Z") and float(table[1][1]) == HIST["t"][0]
     assert table[-1][8] == HIST["state"][-1]

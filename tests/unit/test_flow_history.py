@@ -20,7 +20,8 @@ def _row(columns: tuple[str, ...], t: float, own: float | None) -> tuple:
     values = {"t": t, "rtt_ms": 0.5, "rtt_min_ms": 0.4, "rtt_max_ms": 0.6,
               "rx_bytes_per_s": 6e6, "tx_bytes_per_s": 6e6, "utilization": 0.5,
               "state": "up", "rtt_baseline_ms": 0.3, "queue_delay_ms": 0.1,
-              "flow_rx_bytes_per_s": own, "flow_tx_bytes_per_s": None if own is None else 2 * own}
+              "flow_rx_bytes_per_s": own, "flow_tx_bytes_per_s": None if own is None else 2 * own,
+              "loss": 0.0}
     return tuple(values[c] for c in columns)
 
 

@@ -32,7 +32,8 @@ def _parts(keep: int = 3600):
 async def _tick(store: HistoryStore, link, ifaces, t: float, drain: bool = True) -> None:
     """A sample, then the thread is let do what it was handed (as a second between
     samples would)."""
-    link.history.append((t, 0.5, 0.4, 0.6, 100.0, 200.0, None, "up", 0.3, 0.2, 80.0, None))
+    link.history.append((t, 0.5, 0.4, 0.6, 100.0, 200.0, None, "up", 0.3, 0.2, 80.0, None,
+                           0.0))
     for st in ifaces.values():
         st.history.append((t, 10.0, 20.0, "up"))
     store.collect(t, [link], ifaces)

@@ -26,7 +26,8 @@ def _parts():
 
 
 def _tick(store: HistoryStore, link, ifaces, t: float) -> None:
-    link.history.append((t, 0.5, 0.4, 0.6, 100.0, 200.0, None, "up", 0.3, 0.2, 80.0, None))
+    link.history.append((t, 0.5, 0.4, 0.6, 100.0, 200.0, None, "up", 0.3, 0.2, 80.0, None,
+                           0.0))
     for st in ifaces.values():
         st.history.append((t, 10.0, 20.0, "up"))
     store.collect(t, [link], ifaces)

@@ -22,7 +22,7 @@ def _link_row(t: float, util: float = 0.1, state: str = "up", rtt: float | None 
     return ("link", "L1", LINK_COLUMNS,
             (t, rtt, None if rtt is None else rtt - 0.1, None if rtt is None else rtt + 0.1,
              util * 1e9, util * 5e8, util, state, None if rtt is None else rtt - 0.2,
-             None if rtt is None else 0.1, util * 4e8, util * 2e8))
+             None if rtt is None else 0.1, util * 4e8, util * 2e8, 0.0))
 
 
 def _fill(db: HistoryDB, start: float, seconds: int, peak_at: float | None = None,
@@ -242,7 +242,7 @@ def test_a_column_added_later_is_added_to_every_tier(tmp_path, monkeypatch):
         assert ("rdma_rx_bytes_per_s" if tier == "raw" else "rdma_rx_bytes_per_s_max") in cols
     t = T0 + 11
     db.write(t, [("link", "L1", wider, (t, 0.5, 0.4, 0.6, 1.0, 1.0, 0.1, "up", 0.3, 0.2,
-                                        None, None, 2500.0))], [])
+                                        None, None, 0.0, 2500.0))], [])
     q = db.query("link", "L1", T0, t, 100, t)
     assert q["rdma_rx_bytes_per_s"][0] is None and q["rdma_rx_bytes_per_s"][-1] == 2500.0
     db.close()

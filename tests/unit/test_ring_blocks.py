@@ -26,14 +26,14 @@ def test_an_hour_of_a_link_is_held_in_blocks_allocated_once_and_never_grown():
     size = ring_size(1.0)
     ring = Ring(LINK_COLUMNS, size)
     for i in range(size):
-        ring.append((float(i), *[1.0] * 6, "up", 1.0, 0.0, 1.0, 1.0))
+        ring.append((float(i), *[1.0] * 6, "up", 1.0, 0.0, 1.0, 1.0, 0.0))
     full = _buffers(ring)
     blocks = math.ceil(size / BLOCK_ROWS)
     assert len(full) == blocks * len(LINK_COLUMNS)
     # exactly the hour's rows: 8-byte numbers, one byte of state, nothing spare
     assert ring.nbytes() == size * (8 * (len(LINK_COLUMNS) - 1) + 1)
     for i in range(size, 3 * size):  # two more hours: every block stays where it is
-        ring.append((float(i), *[2.0] * 6, "busy", 2.0, 1.0, 2.0, 2.0))
+        ring.append((float(i), *[2.0] * 6, "busy", 2.0, 1.0, 2.0, 2.0, 0.1))
     assert _buffers(ring) == full
     assert len(ring) == size and ring.last()[0] == 3 * size - 1
 

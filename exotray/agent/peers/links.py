@@ -172,6 +172,7 @@ def history_row(link: Link, now: float, t: float, rate: Rate | None,
             r(q.queue_delay_ms),
             r(own.rx_bytes_per_s, 1) if own else None,
             r(own.tx_bytes_per_s, 1) if own else None,
+            r(s.loss),
         )
     )
 
