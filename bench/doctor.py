@@ -2,11 +2,13 @@
 
     .venv/bin/python bench/doctor.py [--agents 8] [--runs 10]
 
-Starts N agents on 127.0.0.1 (mDNS off), each given every other as --peer, waits until
-the first sees all its links up, then runs `python -m exotray doctor --json` against it
-`--runs` times: the wall time of each whole command (interpreter start, imports, the two
-HTTP reads, the checks, the output), and apart from it the checks alone on the cluster
-view it read (core/doctor.run, in this process). Loopback only; about half a minute.
+Starts N agents on 127.0.0.1 (mDNS off), each given every other as --peer, the first with
+a database holding `--history-days` (1) of each of its links, waits until the first sees
+all its links up, then runs `python -m exotray doctor --json` against it `--runs` times:
+the wall time of each whole command (interpreter start, imports, the HTTP reads — the
+view, the day's events, each link's last 24 h of loss —, the checks, the output), and
+apart from it the checks alone on the cluster view it read (core/doctor.run, in this
+process). Loopback only; about half a minute.
 """
 
 from __future__ import annotations
@@ -27,14 +29,40 @@ from _harness import AgentGroup, get_json, machine_info, machine_line, md_table,
 from exotray.core import doctor
 
 
+def past_history(state: Path, port: int, peers: list[int], days: float) -> None:
+    """A state dir whose database holds `days` of every link the agent will have (its
+    peers on loopback), in every tier, as that much sampling leaves it."""
+    from history_db import fill
+
+    from exotray.agent.history.db import HistoryDB
+    from exotray.agent.peers.links import link_id
+
+    state.mkdir(parents=True, exist_ok=True)
+    node_id = f"b0d0c7{port:06x}"
+    (state / "node_id").write_text(f"{node_id}\n")
+    db = HistoryDB(state / "history.db", 30 * 86400.0)
+    now = time.time()
+    db.conn.execute("BEGIN")
+    rows = sum(fill(db, "link", link_id(node_id, ("127.0.0.1", p)), now, 1.0, days, seed=p)
+               for p in peers)
+    db.conn.execute("COMMIT")
+    db.close()
+    print(f"n0's database: {rows} rows of {len(peers)} links, {days:g} days", file=sys.stderr)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--agents", type=int, default=8)
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--history-days", type=float, default=1.0,
+                    help="days of 1 s history the first agent's database holds for each "
+                    "of its links before it starts (the loss check reads the last one)")
     args = ap.parse_args()
     group = AgentGroup()
     try:
         ports = [group.reserve() for _ in range(args.agents)]
+        if args.history_days:
+            past_history(group.root / "n0", ports[0], ports[1:], args.history_days)
         for i, port in enumerate(ports):
             group.start(f"n{i}", port, [p for p in ports if p != port])
         group.wait_ready(60)

@@ -50,6 +50,8 @@ def read(args: argparse.Namespace, now: float) -> tuple[dict[str, Any], list[dic
                       until=f"{now + 60:.3f}", limit=EVENTS_LIMIT)["events"]
     except NoAgent:
         events = _get(args, "/v1/events", after=0)["events"]
+    from exotray.cli.doctor_history import attach  # (the loss check's last 24 h)
+    attach(cluster, now, lambda **p: _get(args, "/v1/history", **p))
     return cluster, events
 
 

@@ -1,5 +1,6 @@
 """`exotray doctor`: why is the cluster slow? Checks over the cluster view, this node's
-events of the last 24 h and what the agent says of this node, each a pure function
+events of the last 24 h, its links' loss of the last 24 h (`cluster[LOSS_HISTORY]`, where a
+reader put it: core/doctor_loss.py) and what the agent says of this node, each a pure function
 (the command line and the window's Health view run the same ones).
 
 Each check says pass, warn or fail, which nodes and links, and what to do. A fact the
@@ -14,11 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 from exotray.core import doctor_links as links
+from exotray.core import doctor_loss
 from exotray.core import doctor_nodes as nodes
 from exotray.core import doctor_past as past
-from exotray.core.doctor_view import PAST_S, STATUSES, Check, View
+from exotray.core.doctor_view import LOSS_HISTORY, PAST_S, STATUSES, Check, View
 
-__all__ = ["CHECKS", "IDS", "PAST_S", "Check", "exit_status", "failing", "run"]
+__all__ = ["CHECKS", "IDS", "LOSS_HISTORY", "PAST_S", "Check", "exit_status", "failing", "run"]
 
 CHECKS: tuple[tuple[str, Callable[[View], Check]], ...] = (
     ("reachable", links.reachable),
@@ -26,7 +28,7 @@ CHECKS: tuple[tuple[str, Callable[[View], Check]], ...] = (
     ("fastest_link", links.fastest_link),
     ("link_speed", links.link_speed),
     ("mtu", links.mtu),
-    ("loss", past.loss),
+    ("loss", doctor_loss.loss),
     ("queueing", past.queueing),
     ("flapping", past.flapping),
     ("capacity_unknown", links.capacity_unknown),

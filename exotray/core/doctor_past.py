@@ -1,5 +1,5 @@
 """`exotray doctor`'s checks of what links did, now and in the last day's events:
-`loss`, `queueing`, `flapping` (core/doctor.py runs them)."""
+`queueing`, `flapping` (core/doctor.py runs them; `loss` is core/doctor_loss.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,6 @@ from exotray.core import fmt
 from exotray.core import queueing as q
 from exotray.core.doctor_view import Check, Problem, View, found
 from exotray.core.events import event_time
-
-#: loss now (of the link's 10 s window: at rest 10 probes, in question 40) that warns,
-#: and that fails: one or two probes lost at rest (10 %, 20 %: also a link's first
-#: seconds, its first probes sent before the peer listened) warn; 3 of 10 is no accident
-LOSS_WARN, LOSS_FAIL = 0.1, 0.3
 
 
 def _clock(t: float) -> str:
@@ -60,24 +55,6 @@ def _when(v: View, t: float, end: float | None) -> str:
     if end is None:
         return f"since {_clock(t)} ({_span(v.now - t)}, still on)"
     return f"at {_clock(t)} for {_span(end - t)}"
-
-
-def loss(v: View) -> Check:
-    problems: list[Problem] = []
-    for node in v.live():
-        for lk in node.get("links") or []:
-            lost = lk.get("loss")
-            if lk.get("state") == "down" or lost is None or lost < LOSS_WARN:
-                continue
-            problems.append(Problem(
-                "fail" if lost >= LOSS_FAIL else "warn",
-                f"{v.where(node, lk)} loses {fmt.percent(lost)} of probes now",
-                (v.name(node), v.peer_name(lk)), (lk["id"],),
-                f"Check the cable, Wi-Fi signal or switch between {v.name(node)} and "
-                f"{v.peer_name(lk)}."))
-    return found("loss", problems,
-                 "no link loses probes now (loss is judged now: history does not keep it)",
-                 "Check the path.")
 
 
 def queueing(v: View) -> Check:

@@ -17,6 +17,9 @@ STATUSES = ("fail", "warn", "pass")
 
 #: the events a doctor reads: the last day's (seconds)
 PAST_S = 86400.0
+#: where a reader puts this node's links' loss of the last day in the cluster view
+#: (`{"links": {link id: rows of /v1/history}, "unread": [link ids]}`: core/doctor_loss.py)
+LOSS_HISTORY = "doctor_loss_history"
 #: traffic that counts as traffic: below it queueing cannot raise saturation and the
 #: agents' own probes and streams stay (docs/design.md, "Pacing"), bytes/s
 BUSY_BYTES_PER_S = 125_000.0
@@ -99,6 +102,9 @@ class View:
                  and now - PAST_S <= t <= now + 60]
         self.events = [e for _, e in sorted(timed, key=lambda te: te[0])]
         self.peers = [p for p in cluster.get("peers") or [] if isinstance(p, dict)]
+        got = cluster.get(LOSS_HISTORY)
+        #: this node's links' loss of the last day (None: not read)
+        self.loss_history: dict[str, Any] | None = got if isinstance(got, dict) else None
 
     # -- nodes and links ---------------------------------------------------------------
     def name(self, node: dict[str, Any]) -> str:

@@ -220,14 +220,16 @@ class HistoryDB:
         return self._series_id(kind, name, create=False) is not None
 
     def query(self, kind: str, name: str, since: float, until: float, points: int,
-              now: float) -> dict[str, Any] | None:
+              now: float, columns: tuple[str, ...] | None = None) -> dict[str, Any] | None:
         """Columns of the series between since and until (unix s), at most `points` rows:
         from the finest tier that still keeps `since`, in equal buckets when it has more
         rows than that; the newest stretch that tier has not rolled up yet (under a
-        minute) from the finer ones. None when the series was never recorded."""
+        minute) from the finer ones. `columns`: only these (and t), else all. None when
+        the series was never recorded."""
         sid = self._series_id(kind, name, create=False)
         if sid is None:
             return None
+        cols = [c for c in KINDS[kind][1:] if columns is None or c in columns]
         top = next((i for i, t in enumerate(self.tiers) if since >= now - t.keep_s),
                    len(self.tiers) - 1)
         lo, hi = round(since * 1000), round(until * 1000)
@@ -242,17 +244,17 @@ class HistoryDB:
             seg_hi = min(seg_hi, seg_lo - 1)
         tier = self.tiers[top]
         share = max(1, points // max(1, len(segments)))
-        tails = [self._select(kind, sid, t, a, b, share) for t, a, b in segments
+        tails = [self._select(kind, sid, t, a, b, share, cols) for t, a, b in segments
                  if t is not tier]
         budget = max(1, points - sum(len(r) for r, _ in tails))
-        main, width = next((self._select(kind, sid, t, a, b, budget) for t, a, b in segments
-                            if t is tier), ([], tier.step_ms))
+        main, width = next((self._select(kind, sid, t, a, b, budget, cols)
+                            for t, a, b in segments if t is tier), ([], tier.step_ms))
         rows = main + [r for part, _ in reversed(tails) for r in part]
         out: dict[str, Any] = {"tier": tier.name,
                                "step_s": (width / 1000) if width else None,
                                "t": [r[0] / 1000 for r in rows]}
         i = 1
-        for col in KINDS[kind][1:]:
+        for col in cols:
             if not numeric(col):
                 ranks = RANKS.get(col)
                 out[col] = [ranks[r[i]] if ranks and r[i] is not None else r[i] for r in rows]
@@ -272,7 +274,7 @@ class HistoryDB:
         return int(row[0]) if row else None
 
     def _select(self, kind: str, sid: int, tier: Tier, lo: int, hi: int,
-                points: int) -> tuple[list[tuple], int]:
+                points: int, cols: list[str]) -> tuple[list[tuple], int]:
         """Rows of one tier in [lo, hi], bucketed when more than `points`; and the width."""
         table = f"{kind}_{tier.name}"
         count = self.conn.execute(f"SELECT count(*) FROM {table} WHERE series=? AND t>=? "
@@ -282,7 +284,7 @@ class HistoryDB:
         if grouped and tier.step_ms:
             width = -(-width // tier.step_ms) * tier.step_ms
         select = ["min(t)" if grouped else "t"]
-        for col in KINDS[kind][1:]:
+        for col in cols:
             if not numeric(col):
                 select.append(f"max({q(col)})" if grouped else q(col))
             elif not grouped:

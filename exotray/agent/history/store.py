@@ -306,21 +306,23 @@ class HistoryStore:
 
     async def answer(self, link_id: str | None, iface: str | None, since: float,
                      until: float, points: int, now: float, interval: float,
-                     memory: Callable[[], dict[str, Any] | None]) -> dict[str, Any] | None:
+                     memory: Callable[[], dict[str, Any] | None],
+                     columns: tuple[str, ...] | None = None) -> dict[str, Any] | None:
         """/v1/history: from the database when it has the series, the stretch it has
         not got yet (`backlog.since` on) from the ring; else from the ring (`memory`,
-        the database off); None when neither knows it."""
+        the database off); None when neither knows it. `columns`: only these (and t)."""
         kind, name = ("link", link_id) if link_id is not None else ("iface", iface or "")
         hist = None
         if self.db is not None and self._exec is not None:
             await self._handed_over()
             behind = self.backlog.since
             if behind is None or behind > until:
-                hist = await self._run(self._query, kind, name, since, until, points, now)
+                hist = await self._run(self._query, kind, name, since, until, points, now,
+                                       columns)
             elif behind > since:  # the database's part, then the ring's
                 db_points, ring_points = split(points, since, until, behind)
                 hist = await self._run(self._query, kind, name, since, behind - 0.001,
-                                       db_points, now)
+                                       db_points, now, columns)
                 ring = ring_part(memory(), behind, until, ring_points)
                 if hist is not None and ring is not None:
                     hist = merge(hist, ring)
@@ -328,6 +330,9 @@ class HistoryStore:
             hist = memory_history(memory(), points, until)
             if hist is None:
                 return None
+        if columns is not None:  # (the ring's part has every column)
+            hist = {k: v for k, v in hist.items() if not isinstance(v, list) or k == "t"
+                    or k.removesuffix("_min").removesuffix("_max") in columns}
         key = "link" if kind == "link" else "interface"
         return {key: name, "interval_s": interval, "since": since, "until": until, **hist}
 

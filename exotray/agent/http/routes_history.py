@@ -15,6 +15,7 @@ from exotray.agent.history import store
 from exotray.agent.http.control import is_loopback
 from exotray.agent.http.readers import Busy, Readers
 from exotray.agent.http.services import error, services
+from exotray.core.history import IFACE_COLUMNS, LINK_COLUMNS
 
 #: the longest range /v1/history answers (what history_days allows at most)
 MAX_HISTORY_S = 3650 * 86400.0
@@ -53,6 +54,19 @@ def _range(request: Request, now: float, default_s: float = 600.0) -> tuple[floa
     return since, until
 
 
+def _columns(request: Request, known: tuple[str, ...]) -> tuple[str, ...] | None:
+    """?columns=a,b: only these of the series' columns (t always), else all."""
+    raw = request.query_params.get("columns")
+    if raw is None:
+        return None
+    got = tuple(c for c in raw.split(",") if c)
+    wrong = [c for c in got if c not in known[1:]]
+    if wrong or not got:
+        raise ValueError(f"columns: {(wrong[0] if wrong else raw)[:40]!r} is not one of "
+                         f"{', '.join(known[1:])}")
+    return got
+
+
 def _local(request: Request) -> bool:
     return is_loopback(request.client.host if request.client else None)
 
@@ -77,6 +91,7 @@ async def history(request: Request) -> JSONResponse:
         since, until = _range(request, now)
         points = int(_number(request, "points", store.POINTS, store.MIN_POINTS,
                              store.MAX_POINTS))
+        columns = _columns(request, LINK_COLUMNS if link is not None else IFACE_COLUMNS)
     except ValueError as e:
         return error(400, str(e))
     local = _local(request)
@@ -85,7 +100,7 @@ async def history(request: Request) -> JSONResponse:
         async with readers(request).slot(local):
             data = await agent.store.answer(
                 link, iface, since, until, points, now, agent.settings.interval,
-                lambda: agent.history(link, iface, max(0.0, now - since)))
+                lambda: agent.history(link, iface, max(0.0, now - since)), columns)
     except Busy as e:
         return _busy(e)
     if data is None:

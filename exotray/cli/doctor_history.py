@@ -1,0 +1,70 @@
+"""What `exotray doctor` reads of this node's history for its `loss` check: each of its
+links' last 24 h from `/v1/history` (`columns=loss,state`), in 1 min buckets (the
+database's 10 s tier, each bucket's mean and max; core/doctor_loss.py judges them).
+
+Bounded: one read per link, at most MAX_LINKS links, and none begun after BUDGET_S
+seconds of reading; a link not read, or an agent whose history keeps no loss, is named
+in `unread` and the check says so. A reading is kept for REUSE_S (a doctor that reads the
+view again, as `--active` does, does not read the day again).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from exotray.core.doctor_view import LOSS_HISTORY, PAST_S
+
+#: links of this node read at most (a node with more: the rest are said unread)
+MAX_LINKS = 32
+#: no read begins after this many seconds of reading (exotray doctor's target is 2 s)
+BUDGET_S = 1.0
+#: the buckets asked for: a minute, the shortest stretch of loss the check counts
+BUCKET_S = 60.0
+#: the points asked for: the day's minutes, and room for the newest stretch, which comes
+#: a row a sample from the finer tier (the buckets stay a minute wide)
+POINTS = int(PAST_S / BUCKET_S) + 1 + 200
+#: the columns the check reads of an answer
+KEPT = ("tier", "step_s", "interval_s", "t", "loss", "loss_max", "state")
+#: a reading is used again this long (s)
+REUSE_S = 30.0
+
+_last: dict[str, tuple[float, dict[str, Any]]] = {}
+
+
+def read(get: Callable[..., Any], cluster: dict[str, Any], now: float,
+         clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    """`{"links": {link id: rows}, "unread": [link ids]}` of this node's (the view's first
+    node) links. `get(**params)`: the answer of /v1/history to those parameters; any
+    error it raises leaves that link unread."""
+    nodes = cluster.get("nodes") or []
+    own = nodes[0] if nodes and isinstance(nodes[0], dict) else {}
+    ids = [lk["id"] for lk in own.get("links") or [] if isinstance(lk.get("id"), str)]
+    key = f"{(own.get('node') or {}).get('id')}:{','.join(ids)}"
+    kept = _last.get(key)
+    if kept is not None and 0 <= clock() - kept[0] < REUSE_S:
+        return kept[1]
+    out: dict[str, Any] = {"links": {}, "unread": []}
+    start = clock()
+    for i, lid in enumerate(ids):
+        if i >= MAX_LINKS or clock() - start > BUDGET_S:
+            out["unread"].append(lid)
+            continue
+        try:
+            got = get(link=lid, since=f"{now - PAST_S:.3f}", until=f"{now:.3f}",
+                      points=POINTS, columns="loss,state")
+        except Exception:  # no answer for this link: said unread, not fatal
+            got = None
+        if not isinstance(got, dict) or not isinstance(got.get("loss"), list):
+            out["unread"].append(lid)  # (an agent whose history keeps no loss)
+            continue
+        out["links"][lid] = {k: got.get(k) for k in KEPT}
+    _last.clear()
+    _last[key] = (clock(), out)
+    return out
+
+
+def attach(cluster: dict[str, Any], now: float, get: Callable[..., Any]) -> None:
+    """Put `read`'s answer where the checks look for it (core/doctor_view.LOSS_HISTORY)."""
+    cluster[LOSS_HISTORY] = read(get, cluster, now)
