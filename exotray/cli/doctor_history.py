@@ -14,19 +14,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from exotray.core.doctor_view import LOSS_HISTORY, PAST_S
+from exotray.core import doctor_loss
+from exotray.core.doctor_view import LOSS_HISTORY
 
 #: links of this node read at most (a node with more: the rest are said unread)
 MAX_LINKS = 32
 #: no read begins after this many seconds of reading (exotray doctor's target is 2 s)
 BUDGET_S = 1.0
-#: the buckets asked for: a minute, the shortest stretch of loss the check counts
-BUCKET_S = 60.0
-#: the points asked for: the day's minutes, and room for the newest stretch, which comes
-#: a row a sample from the finer tier (the buckets stay a minute wide)
-POINTS = int(PAST_S / BUCKET_S) + 1 + 200
-#: the columns the check reads of an answer
-KEPT = ("tier", "step_s", "interval_s", "t", "loss", "loss_max", "state")
+#: the points asked for (core/doctor_loss.py: a day of minutes)
+POINTS = doctor_loss.HISTORY_POINTS
 #: a reading is used again this long (s)
 REUSE_S = 30.0
 
@@ -52,14 +48,13 @@ def read(get: Callable[..., Any], cluster: dict[str, Any], now: float,
             out["unread"].append(lid)
             continue
         try:
-            got = get(link=lid, since=f"{now - PAST_S:.3f}", until=f"{now:.3f}",
-                      points=POINTS, columns="loss,state")
+            got = doctor_loss.kept(get(link=lid, **doctor_loss.history_query(now)))
         except Exception:  # no answer for this link: said unread, not fatal
             got = None
-        if not isinstance(got, dict) or not isinstance(got.get("loss"), list):
-            out["unread"].append(lid)  # (an agent whose history keeps no loss)
+        if got is None:
+            out["unread"].append(lid)  # (or an agent whose history keeps no loss)
             continue
-        out["links"][lid] = {k: got.get(k) for k in KEPT}
+        out["links"][lid] = got
     _last.clear()
     _last[key] = (clock(), out)
     return out

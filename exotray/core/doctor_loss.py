@@ -23,7 +23,7 @@ from typing import Any
 
 from exotray.core import fmt
 from exotray.core.doctor_past import _clock, _span
-from exotray.core.doctor_view import Check, Problem, View, found
+from exotray.core.doctor_view import PAST_S, Check, Problem, View, found
 
 #: loss now (of the link's 10 s window: at rest 10 probes, in question 40) that warns,
 #: and that fails: one or two probes lost at rest (10 %, 20 %: also a link's first
@@ -33,6 +33,27 @@ LOSS_WARN, LOSS_FAIL = 0.1, 0.3
 SUSTAINED_LOSS, SUSTAINED_S = 0.05, 60.0
 #: episodes named per link (the rest counted)
 SHOWN = 3
+#: how a link's last day is read for the check (`exotray doctor`, the tray app): the
+#: day's minutes, and room for the newest stretch, which comes a row a sample from the
+#: finer tier (so the buckets stay a minute wide); only the columns the check reads
+HISTORY_POINTS = int(PAST_S / 60.0) + 1 + 200
+HISTORY_COLUMNS = "loss,state"
+#: what is kept of an answer
+KEPT = ("tier", "step_s", "interval_s", "t", "loss", "loss_max", "state")
+
+
+def history_query(now: float) -> dict[str, Any]:
+    """The parameters of /v1/history (besides `link`) that read a link's last day."""
+    return {"since": f"{now - PAST_S:.3f}", "until": f"{now:.3f}",
+            "points": HISTORY_POINTS, "columns": HISTORY_COLUMNS}
+
+
+def kept(answer: Any) -> dict[str, Any] | None:
+    """What the check reads of a /v1/history answer; None when it has no loss (an agent
+    whose history keeps none)."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("loss"), list):
+        return None
+    return {k: answer.get(k) for k in KEPT}
 
 
 @dataclass(frozen=True)

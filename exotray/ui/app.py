@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 from exotray.appnap import keep_timers_on_time
 from exotray.core import doctor, paths
 from exotray.core.settings import DEFAULT_PORT, LOG_FORMAT
+from exotray.ui.client.loss_history import LossHistory
 from exotray.ui.client.poll import AgentClient
 from exotray.ui.client.supervisor import AgentSupervisor
 from exotray.ui.style import look
@@ -48,6 +49,7 @@ class App(QObject):
         self.settings: dict[str, Any] = {"threshold": 0.9, "notify_peers": True}
         self.supervisor = AgentSupervisor(port, agent_args, self) if manage_agent else None
         self.client = AgentClient(port, self.state_dir, interval, parent=self)
+        self.loss_history = LossHistory(self.client.history_query)  # (the loss check's day)
         self.tray = Tray(self)
         self.notifier = Notifier(self.tray.icon, parent=self)
         self.window = None
@@ -132,6 +134,7 @@ class App(QObject):
         first = self.cluster is None and cluster is not None
         if cluster is not None and self.supervisor is not None and self.supervisor.problem:
             self.supervisor.clear_problem()  # it answers again
+        self.loss_history.attach(cluster)
         self.cluster = cluster
         state = None
         if cluster is not None and self.supervisor is not None:
