@@ -5,6 +5,8 @@
 - `args`: every sub-command's parser, and the agent's settings from options and config;
 - `reads`: the commands that ask the local agent over HTTP (`status`, `interfaces`,
   `export`, `measure`, `prometheus-sd`);
+- `doctor`: `exotray doctor`, the checks of `exotray.core.doctor` over the agent's view;
+  `doctor_active`: its `--active` tests (measure's capacity test, with consent);
 - `display`: whether the tray app and the demo have a display that answers, asked
   before Qt (which aborts the process without one).
 

@@ -218,7 +218,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help='print {"checks": [{"id", "status", "summary", "fix", "nodes", '
                          '"links"}]}')
     dr.add_argument("--active", action="store_true",
-                    help="also run a short capacity or MTU probe (not there yet: exit 2)")
+                    help="first measure, as `exotray measure` does (5 s each way, at most 3 "
+                         "links), this node's links that carry traffic of an unknown "
+                         "capacity, then check again; asks first on a terminal, runs "
+                         "nothing elsewhere without --yes (no MTU probe: the agent checks "
+                         "path MTUs itself)")
+    dr.add_argument("--yes", "-y", action="store_true",
+                    help="with --active: run its tests without asking")
+    dr.add_argument("--state-dir", help="the local agent's state dir (for its control token, "
+                                        "with --active)")
     _units_option(dr)
     dr.add_argument("--port", type=PORT, default=DEFAULT_PORT, help="the local agent's port")
     dr.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)

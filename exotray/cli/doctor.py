@@ -1,7 +1,9 @@
 """`exotray doctor`: why is the cluster slow? The checks of core/doctor.py over the local
 agent's cluster view and its events of the last 24 h, one line each, problems first;
-`--json` for scripts. Exit status: 0 nothing fails, 1 a check fails, 2 a wrong option,
-3 no agent answers."""
+`--json` for scripts; `--active` first runs, with consent, the short tests that learn what
+the checks found unknown (cli/doctor_active.py), then the checks again. Exit status: 0
+nothing fails, 1 a check fails, 2 a wrong option, 3 no agent answers (130: a test
+interrupted)."""
 
 from __future__ import annotations
 
@@ -72,21 +74,43 @@ def lines(checks: list[doctor.Check], colour: bool = False) -> list[str]:
     return out
 
 
+def _active(args: argparse.Namespace, cluster: dict[str, Any],
+            checks: list[doctor.Check]) -> list[doctor.Check] | int:
+    """--active: the tests the checks call for (cli/doctor_active.py), then the checks
+    again over the view that has learned from them; an exit status when interrupted."""
+    from exotray.cli import doctor_active
+
+    kept = doctor_active.run(args, cluster, checks)
+    if isinstance(kept, int):
+        return kept
+    if not kept:
+        return checks
+    # the measured capacity is in the agent's view from its next snapshot on
+    deadline = time.monotonic() + doctor_active.SETTLE_S
+    while (not doctor_active.settled(_get(args, "/v1/cluster"), kept)
+           and time.monotonic() < deadline):
+        time.sleep(0.25)
+    now = time.time()
+    cluster, events = read(args, now)
+    return doctor.run(cluster, events, now, sys.platform)
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
-    if args.active:
-        print("exotray doctor: --active is not there yet: run `exotray measure PEER` for a "
-              "link's capacity (it asks the agent, with its consent rules)", file=sys.stderr)
-        return 2
     from exotray.cli.reads import _use_units
 
     _use_units(args)
     now = time.time()
     try:
         cluster, events = read(args, now)
+        checks = doctor.run(cluster, events, now, sys.platform)
+        if args.active:
+            got = _active(args, cluster, checks)
+            if isinstance(got, int):
+                return got
+            checks = got
     except NoAgent as e:
         print(str(e), file=sys.stderr)
         return EXIT_NO_AGENT
-    checks = doctor.run(cluster, events, now, sys.platform)
     try:
         if args.json:
             json.dump({"checks": [c.as_dict() for c in checks]}, sys.stdout, indent=2)

@@ -33,8 +33,8 @@ def test_no_agent_is_exit_3_and_a_wrong_option_exit_2():
     assert "no exotray agent answered" in r.stderr and "Traceback" not in r.stderr
     r = run("--bogus")
     assert r.returncode == 2 and "unrecognized arguments: --bogus" in r.stderr
-    r = run("--active", "--port", str(free_port()))
-    assert r.returncode == 2 and "--active is not there yet" in r.stderr
+    r = run("--active", "--yes", "--port", str(free_port()))
+    assert r.returncode == 3 and "no exotray agent answered" in r.stderr
 
 
 def _both_up(a: AgentProc) -> bool:
