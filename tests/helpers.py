@@ -3,12 +3,14 @@ that outlast their purpose."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -202,3 +204,43 @@ class JsonHandler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
+
+class TcpServer:
+    """A listener at `address` that, per connection, reads all it is sent, or sends
+    `send` bytes and closes."""
+
+    def __init__(self, address: str, send: int = 0) -> None:
+        self.sock = socket.create_server((address, 0), backlog=64)
+        self.address = self.sock.getsockname()
+        self.send = send
+        self.received = 0
+        self.threads: list[threading.Thread] = []
+        self._accept = threading.Thread(target=self._run, daemon=True)
+        self._accept.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            t = threading.Thread(target=self._serve, args=(c,), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def _serve(self, c: socket.socket) -> None:
+        with c, contextlib.suppress(OSError):
+            c.settimeout(10)
+            if self.send:
+                c.sendall(b"y" * self.send)
+                c.shutdown(socket.SHUT_WR)
+            while (b := c.recv(1 << 16)):
+                self.received += len(b)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # (wakes accept(); close() alone does not)
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+        self._accept.join(5)
+        for t in self.threads:
+            t.join(10)

@@ -3,13 +3,13 @@ hw/sockdiag.py): real connections on loopback, read with real netlink sockets.""
 
 from __future__ import annotations
 
-import contextlib
 import random
 import socket
 import sys
 import threading
 
 import pytest
+from helpers import TcpServer as Server
 
 from exotray.agent.hw import sockdiag
 from exotray.agent.hw.flows import FlowBytes, FlowLink, Flows
@@ -25,47 +25,6 @@ def _peer_addresses(n: int) -> list[str]:
     """Loopback addresses no other test uses (all of 127/8 is ours on Linux)."""
     base = random.Random().randrange(2, 250)
     return [f"127.{base}.{random.randrange(1, 250)}.{i + 1}" for i in range(n)]
-
-
-class Server:
-    """A listener at `address` that, per connection, reads all it is sent, or sends
-    `send` bytes and closes."""
-
-    def __init__(self, address: str, send: int = 0) -> None:
-        self.sock = socket.create_server((address, 0), backlog=64)
-        self.address = self.sock.getsockname()
-        self.send = send
-        self.received = 0
-        self.threads: list[threading.Thread] = []
-        self._accept = threading.Thread(target=self._run, daemon=True)
-        self._accept.start()
-
-    def _run(self) -> None:
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            t = threading.Thread(target=self._serve, args=(c,), daemon=True)
-            t.start()
-            self.threads.append(t)
-
-    def _serve(self, c: socket.socket) -> None:
-        with c:
-            c.settimeout(10)
-            if self.send:
-                c.sendall(b"y" * self.send)
-                c.shutdown(socket.SHUT_WR)
-            while (b := c.recv(1 << 16)):
-                self.received += len(b)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):  # (wakes accept(); close() alone does not)
-            self.sock.shutdown(socket.SHUT_RDWR)
-        self.sock.close()
-        self._accept.join(5)
-        for t in self.threads:
-            t.join(10)
 
 
 def _upload(to: tuple[str, int], n: int) -> None:

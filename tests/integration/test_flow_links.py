@@ -5,7 +5,6 @@ the history, /metrics, and reach a follower through the stream."""
 
 from __future__ import annotations
 
-import contextlib
 import random
 import socket
 import sys
@@ -13,47 +12,12 @@ import threading
 
 import httpx
 import pytest
-from helpers import AgentProc, free_port, wait_for
+from helpers import AgentProc, TcpServer, free_port, wait_for
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="socket diagnostics are Linux's")
 
 MB = 1_000_000
-
-
-class Sink:
-    """A listener that reads and drops whatever it is sent."""
-
-    def __init__(self, address: str) -> None:
-        self.sock = socket.create_server((address, 0))
-        self.address = self.sock.getsockname()
-        self.threads = [threading.Thread(target=self._run, daemon=True)]
-        self.threads[0].start()
-
-    def _run(self) -> None:
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            t = threading.Thread(target=self._drain, args=(c,), daemon=True)
-            t.start()
-            self.threads.append(t)
-
-    @staticmethod
-    def _drain(c: socket.socket) -> None:
-        with c:
-            c.settimeout(10)
-            with contextlib.suppress(OSError):
-                while c.recv(1 << 16):
-                    pass
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):  # (wakes accept(); close() alone does not)
-            self.sock.shutdown(socket.SHUT_RDWR)
-        self.sock.close()
-        for t in self.threads:
-            t.join(10)
 
 
 def _send(to: tuple[str, int], chunk: int, stop: threading.Event) -> None:
@@ -87,7 +51,7 @@ def _links(agent: AgentProc) -> dict[str, dict]:
 
 def test_two_links_on_one_carrier_show_their_own_bytes(cluster):
     net, a, b = cluster
-    heavy, light = Sink(f"{net}.2"), Sink(f"{net}.3")
+    heavy, light = TcpServer(f"{net}.2"), TcpServer(f"{net}.3")
     stop = threading.Event()
     senders = [threading.Thread(target=_send, args=(heavy.address, MB, stop)),
                threading.Thread(target=_send, args=(light.address, 100_000, stop))]
