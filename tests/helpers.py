@@ -244,3 +244,11 @@ class TcpServer:
         self._accept.join(5)
         for t in self.threads:
             t.join(10)
+
+
+def ctrl_c_as_at_a_terminal() -> None:
+    """preexec_fn for a command a test interrupts with SIGINT (Ctrl-C): SIGINT back to its
+    default in the child. A shell without job control (a CI script, `cmd &`) starts its
+    background commands with SIGINT ignored, the child inherits that, and Python then
+    never raises KeyboardInterrupt: the test would see a Ctrl-C no terminal user sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -13,7 +13,7 @@ import time
 
 import httpx
 import pytest
-from helpers import AgentProc, free_port, wait_for
+from helpers import AgentProc, ctrl_c_as_at_a_terminal, free_port, wait_for
 
 
 def _measure(a, peer, seconds=1.0):
@@ -126,7 +126,8 @@ def test_a_measure_killed_midway_cancels_the_test(trio):
     a, _, _ = trio
     cli = subprocess.Popen([sys.executable, "-m", "exotray", "measure", "b", "--seconds", "10",
                             "--port", str(a.port), "--state-dir", str(a.state)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=ctrl_c_as_at_a_terminal)
     try:
         assert cli.stderr is not None
         assert "measuring the link to b" in cli.stderr.readline()

@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import AgentProc, JsonHandler, free_port, wait_for
+from helpers import AgentProc, JsonHandler, ctrl_c_as_at_a_terminal, free_port, wait_for
 
 from exotray.core import doctor
 
@@ -261,7 +261,7 @@ def test_a_test_interrupted_is_cancelled_exit_130(busy_pair):
     cli = subprocess.Popen([sys.executable, "-m", "exotray", "doctor", "--active", "--yes",
                             "--port", str(port), "--state-dir", str(a.state)],
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+                           stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_as_at_a_terminal)
     try:
         assert cli.stderr is not None
         assert "measuring a → b via lo" in cli.stderr.readline()
