@@ -111,7 +111,11 @@ class Tray(QObject):
         """Keep this node's events of the last day (at most MAX_EVENTS, the newest) for
         the menu's count of failing checks."""
         horizon = time.time() - doctor.PAST_S
-        self.events = [e for e in [*self.events, *events]
+        # the day's read and the poll overlap (and the day is read again at each attach):
+        # an event held twice would leave its first raise open, "still on", in the checks
+        held = {e.get("seq") for e in self.events}
+        fresh = [e for e in events if e.get("seq") is None or e.get("seq") not in held]
+        self.events = [e for e in [*self.events, *fresh]
                        if (event_time(e) or horizon) >= horizon][-MAX_EVENTS:]
 
     def checks(self) -> list[doctor.Check]:
