@@ -19,19 +19,21 @@ from exotray.core import fmt
 QUIET_SHARE = 0.5
 
 
-def own_rate(link: Mapping[str, Any]) -> float | None:
-    """A link's own bytes a second (the larger direction), None where not read."""
-    rx, tx = link.get("flow_rx_bytes_per_s"), link.get("flow_tx_bytes_per_s")
+def _larger(link: Mapping[str, Any], rx_key: str, tx_key: str) -> float | None:
+    rx, tx = link.get(rx_key), link.get(tx_key)
     if rx is None and tx is None:
         return None
     return max(rx or 0.0, tx or 0.0)
+
+
+def own_rate(link: Mapping[str, Any]) -> float | None:
+    """A link's own bytes a second (the larger direction), None where not read."""
+    return _larger(link, "flow_rx_bytes_per_s", "flow_tx_bytes_per_s")
 
 
 def carrier_rate(link: Mapping[str, Any]) -> float | None:
-    rx, tx = link.get("rx_bytes_per_s"), link.get("tx_bytes_per_s")
-    if rx is None and tx is None:
-        return None
-    return max(rx or 0.0, tx or 0.0)
+    """Its carrier's bytes a second (the larger direction), None where unknown."""
+    return _larger(link, "rx_bytes_per_s", "tx_bytes_per_s")
 
 
 def ordered(shares: Iterable[tuple[str, str | None, float]]) -> list[dict[str, Any]]:

@@ -29,13 +29,14 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from exotray.agent.hw import sockdiag
+from exotray.core.queueing import QueueParams
 from exotray.core.stats import Rate
 
 log = logging.getLogger("exotray.agent.hw.monitor")
 
 #: a carrier "carries traffic" from this many bytes/s beyond our own (1 Mbit/s, the
 #: queueing cause's bound, core/queueing.py)
-CARRYING_BYTES_PER_S = 125_000.0
+CARRYING_BYTES_PER_S = QueueParams().carrying_bytes_per_s
 #: connection counters are read for this long after the carrier was last carrying, so
 #: that a pause in a transfer does not lose the counters' baseline
 HOLD_S = 30.0
@@ -50,8 +51,8 @@ class FlowBytes:
 
     def __init__(self, source: sockdiag.SockDiag | None = None) -> None:
         self.source = source if source is not None else sockdiag.SockDiag()
-        #: cookie -> (local, remote, rx, tx): each open connection's last counters
-        self._seen: dict[int, tuple[bytes, bytes, int, int]] = {}
+        #: cookie -> (rx, tx): each open connection's last counters
+        self._seen: dict[int, tuple[int, int]] = {}
         #: cookie -> when it was first missing from a dump: gone, its destroy message on
         #: its way (the kernel sends it from a work queue)
         self._missing: dict[int, float] = {}
@@ -79,21 +80,17 @@ class FlowBytes:
         for c in src.destroyed(wanted):
             last = self._seen.pop(c.cookie, None)
             self._missing.pop(c.cookie, None)
-            if c.remote in new:
-                continue  # (a connection of before this address was counted)
-            self._add(c.local, c.remote, c.rx - (last[2] if last else 0),
-                      c.tx - (last[3] if last else 0))
+            if c.remote not in new:  # (else a connection of before this address was counted)
+                self._add(c, last)
         dumped = set()
         for c in src.connections(wanted):
             dumped.add(c.cookie)
             if self._missing:
                 self._missing.pop(c.cookie, None)
             last = self._seen.get(c.cookie)
-            self._seen[c.cookie] = (c.local, c.remote, c.rx, c.tx)
-            if c.remote in new:
-                continue
-            self._add(c.local, c.remote, c.rx - (last[2] if last else 0),
-                      c.tx - (last[3] if last else 0))
+            self._seen[c.cookie] = (c.rx, c.tx)
+            if c.remote not in new:
+                self._add(c, last)
         # a connection missing from the dumps for FORGET_S with no destroy message: its
         # message was lost (a full buffer); forgotten
         for cookie in set(self._seen) - dumped:
@@ -103,10 +100,11 @@ class FlowBytes:
         for pair in [p for p in self.totals if p[1] not in wanted]:
             del self.totals[pair]
 
-    def _add(self, local: bytes, remote: bytes, rx: int, tx: int) -> None:
-        t = self.totals.setdefault((local, remote), [0, 0])
-        t[0] += max(0, rx)
-        t[1] += max(0, tx)
+    def _add(self, c: sockdiag.Conn, last: tuple[int, int] | None) -> None:
+        """What connection `c` carried since `last` (its counters then; None: all of it)."""
+        t = self.totals.setdefault((c.local, c.remote), [0, 0])
+        t[0] += max(0, c.rx - (last[0] if last else 0))
+        t[1] += max(0, c.tx - (last[1] if last else 0))
 
 
 class FlowLink(NamedTuple):
@@ -138,10 +136,6 @@ class Flows:
 
     def rate(self, link_id: str) -> Rate | None:
         return self.rates.get(link_id)
-
-    @property
-    def reading(self) -> bool:
-        return bool(self._carrying)
 
     def tick(self, now: float, links: Iterable[FlowLink],
              carrying: Callable[[str], bool]) -> None:
