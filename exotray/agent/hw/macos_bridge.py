@@ -39,6 +39,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from exotray.agent.hw.macos import CMD_TIMEOUT_S, Runner, run_command
@@ -149,15 +150,20 @@ def parse_arp(text: object) -> list[ArpEntry]:
     return entries
 
 
+def unicast_macs(entries: Iterable[ArpEntry | NdpEntry]) -> dict[tuple[str, str], str]:
+    """(ip, interface) -> the first unicast MAC a neighbour table gives there (incomplete
+    and broadcast/multicast entries left out: the group bit, ff:ff:ff:ff:ff:ff, 1:0:5e:…)."""
+    out: dict[tuple[str, str], str] = {}
+    for e in entries:
+        if e.mac is not None and not int(e.mac[:2], 16) & 1:
+            out.setdefault((e.ip, e.interface), e.mac)
+    return out
+
+
 def arp_mac(text: object, ip: str, interface: str) -> str | None:
     """The unicast MAC that ``arp -an`` output gives for ``ip`` on ``interface``; ``None``
     when there is no entry there, it is incomplete, or it is a broadcast/multicast one."""
-    for e in parse_arp(text):
-        if e.ip == ip and e.interface == interface and e.mac is not None:
-            if int(e.mac[:2], 16) & 1:  # group bit: ff:ff:ff:ff:ff:ff, 1:0:5e:…
-                continue
-            return e.mac
-    return None
+    return unicast_macs(parse_arp(text)).get((ip, interface))
 
 
 # --------------------------------------------------------------------------- NDP
@@ -196,10 +202,7 @@ def parse_ndp(text: object) -> list[NdpEntry]:
 
 def ndp_mac(text: object, ip: str, interface: str) -> str | None:
     """The unicast MAC that ``ndp -an`` output gives for IPv6 ``ip`` on ``interface``."""
-    for e in parse_ndp(text):
-        if e.ip == ip and e.interface == interface and e.mac and not int(e.mac[:2], 16) & 1:
-            return e.mac
-    return None
+    return unicast_macs(parse_ndp(text)).get((ip, interface))
 
 
 def _peer_address(peer_ip: object) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -235,7 +238,7 @@ def bridge_members_for_peers(pairs: list[tuple[str, str]], runner: Runner = run_
     bridgeN addr`` once per bridge that a found MAC needs (issue 35: they ran once per
     pair, every 30 s, every 5 s while unknown)."""
     out: dict[tuple[str, str], str | None] = {}
-    tables: dict[int, str] = {}  # 4: arp -an, 6: ndp -an
+    tables: dict[int, dict[tuple[str, str], str]] = {}  # 4: arp -an, 6: ndp -an, parsed
     caches: dict[str, dict[str, str]] = {}
     for bridge, peer_ip in pairs:
         out[(bridge, peer_ip)] = None
@@ -245,11 +248,11 @@ def bridge_members_for_peers(pairs: list[tuple[str, str]], runner: Runner = run_
         if ip is None:
             logger.debug("bridge_member_for_peer: %r is not an IP address", peer_ip)
             continue
-        if ip.version not in tables:
-            tables[ip.version] = runner(ARP_CMD if ip.version == 4 else NDP_CMD,
-                                        CMD_TIMEOUT_S) or ""
-        find = arp_mac if ip.version == 4 else ndp_mac
-        mac = find(tables[ip.version], str(ip), bridge)
+        if ip.version not in tables:  # (run and parsed once a round, not once a peer)
+            text = runner(ARP_CMD if ip.version == 4 else NDP_CMD, CMD_TIMEOUT_S) or ""
+            tables[ip.version] = unicast_macs(
+                parse_arp(text) if ip.version == 4 else parse_ndp(text))
+        mac = tables[ip.version].get((str(ip), bridge))
         if mac is None:
             logger.debug("bridge_member_for_peer: no neighbour entry for %s on %s", ip, bridge)
             continue
