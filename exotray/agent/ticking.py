@@ -309,21 +309,23 @@ class Ticker:
         share), the others join silently; the clear is told, in the first one's name, when
         the last one clears. The link whose event this is; None: nothing to tell."""
         key = self.monitor.carrier(link.local_interface, link.target[0])
-        first, ids = self._carriers_full.get(key or "", (None, set()))
+        if key is None:
+            return link  # (no carrier known: its own event and clear)
+        first, ids = self._carriers_full.get(key, (None, set()))
         if saturated:
-            if first is None and (key is None or self.monitor.flows.rate(link.id) is None):
+            if first is None and self.monitor.flows.rate(link.id) is None:
                 return link  # (not known shared: its own event)
             ids.add(link.id)
             if first is not None:
                 return None
-            self._carriers_full[key or ""] = (link, ids)
+            self._carriers_full[key] = (link, ids)
             return link
         if first is None or link.id not in ids:
             return link  # (raised on its own: its own clear)
         ids.discard(link.id)
         if ids & {lk.id for lk in self.table.links.values()}:
             return None
-        del self._carriers_full[key or ""]
+        del self._carriers_full[key]
         return first
 
     def _path(self, link: Link) -> tuple[str | None, str | None]:
