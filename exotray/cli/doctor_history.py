@@ -18,11 +18,9 @@ from exotray.core import doctor_loss
 from exotray.core.doctor_view import LOSS_HISTORY
 
 #: links of this node read at most (a node with more: the rest are said unread)
-MAX_LINKS = 32
+MAX_LINKS = doctor_loss.MAX_LINKS
 #: no read begins after this many seconds of reading (exotray doctor's target is 2 s)
 BUDGET_S = 1.0
-#: the points asked for (core/doctor_loss.py: a day of minutes)
-POINTS = doctor_loss.HISTORY_POINTS
 #: a reading is used again this long (s)
 REUSE_S = 30.0
 
@@ -36,7 +34,7 @@ def read(get: Callable[..., Any], cluster: dict[str, Any], now: float,
     error it raises leaves that link unread."""
     nodes = cluster.get("nodes") or []
     own = nodes[0] if nodes and isinstance(nodes[0], dict) else {}
-    ids = [lk["id"] for lk in own.get("links") or [] if isinstance(lk.get("id"), str)]
+    ids = doctor_loss.own_link_ids(cluster)
     key = f"{(own.get('node') or {}).get('id')}:{','.join(ids)}"
     kept = _last.get(key)
     if kept is not None and 0 <= clock() - kept[0] < REUSE_S:

@@ -40,6 +40,15 @@ HISTORY_POINTS = int(PAST_S / 60.0) + 1 + 200
 HISTORY_COLUMNS = "loss,state"
 #: what is kept of an answer
 KEPT = ("tier", "step_s", "interval_s", "t", "loss", "loss_max", "state")
+#: links of this node whose day is read at most (a node with more: the rest said unread)
+MAX_LINKS = 32
+
+
+def own_link_ids(cluster: dict[str, Any]) -> list[str]:
+    """The ids of the links of the view's first node (this node), in its order."""
+    nodes = cluster.get("nodes") or []
+    own = nodes[0] if nodes and isinstance(nodes[0], dict) else {}
+    return [lk["id"] for lk in own.get("links") or [] if isinstance(lk.get("id"), str)]
 
 
 def history_query(now: float) -> dict[str, Any]:

@@ -10,9 +10,8 @@ import time
 import doctor_views as dv
 
 from exotray.agent.history.db import HistoryDB
-from exotray.cli import doctor_history as dh
 from exotray.core import doctor
-from exotray.core.doctor_loss import SUSTAINED_LOSS, episodes
+from exotray.core.doctor_loss import HISTORY_POINTS, SUSTAINED_LOSS, episodes
 from exotray.core.history import LINK_COLUMNS
 
 HOUR = 3600.0
@@ -42,7 +41,7 @@ def recorded(tmp_path, *stretches: tuple[float, int, float] | tuple[float, int, 
         rows += [r for t in range(int(NOW - 86400), int(NOW - 120)) if t not in taken
                  for r in _rows(float(t), 1, 0.0)]
         db.write(NOW, sorted(rows, key=lambda r: r[3][0]), [])
-        got = db.query("link", "ab", NOW - 86400, NOW, dh.POINTS, NOW, ("loss", "state"))
+        got = db.query("link", "ab", NOW - 86400, NOW, HISTORY_POINTS, NOW, ("loss", "state"))
     finally:
         db.close()
     assert got is not None and got["tier"] == "10s" and got["step_s"] == 60.0
@@ -92,7 +91,7 @@ def test_loss_that_goes_on_fails_and_says_since_when(tmp_path):
     db = HistoryDB(tmp_path / "history.db", 30 * 86400.0)
     try:
         db.write(NOW, _rows(NOW - 600, 600, 0.2), [])
-        got = db.query("link", "ab", NOW - 86400, NOW, dh.POINTS, NOW)
+        got = db.query("link", "ab", NOW - 86400, NOW, HISTORY_POINTS, NOW)
     finally:
         db.close()
     history = {"links": {"ab": {**got, "interval_s": 1.0}}, "unread": []}

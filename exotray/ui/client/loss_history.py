@@ -15,7 +15,7 @@ from exotray.core.doctor_view import LOSS_HISTORY
 #: a link's day is read again this often (s): a stretch of loss shows within it
 REFRESH_S = 300.0
 #: links of this node read at most
-MAX_LINKS = 32
+MAX_LINKS = doctor_loss.MAX_LINKS
 
 #: `history_query(link_id, query, done)` of ui/client/poll.AgentClient
 Fetch = Callable[[str, dict[str, Any], Callable[[Any, str | None], None]], Any]
@@ -30,24 +30,22 @@ class LossHistory:
         self._links: dict[str, dict[str, Any]] = {}
         self._unread: set[str] = set()
         self._asked_at: float | None = None
-        self._read = False
 
     def attach(self, cluster: dict[str, Any] | None) -> None:
         """Put the last reading into `cluster` (under core/doctor_view.LOSS_HISTORY) for
         the checks, once one is in; ask for a new one when due."""
         if not cluster or not cluster.get("nodes"):
             return
-        own = cluster["nodes"][0]
-        ids = [lk["id"] for lk in own.get("links") or [] if isinstance(lk.get("id"), str)]
+        ids = doctor_loss.own_link_ids(cluster)
         now = self.mono()
         if self._asked_at is None or now - self._asked_at >= REFRESH_S:
             self._asked_at = now
             self._ask(ids)
-        if self._read:
+        if self._links or self._unread:  # (a first answer is in)
             cluster[LOSS_HISTORY] = {
                 "links": {i: self._links[i] for i in ids if i in self._links},
-                "unread": [i for i in ids if i in self._unread or (
-                    i not in self._links and ids.index(i) >= MAX_LINKS)]}
+                "unread": [i for n, i in enumerate(ids) if i in self._unread or (
+                    i not in self._links and n >= MAX_LINKS)]}
 
     def _ask(self, ids: list[str]) -> None:
         query = doctor_loss.history_query(self.clock())
@@ -55,7 +53,6 @@ class LossHistory:
             self.fetch(lid, query, lambda result, error, lid=lid: self._got(lid, result))
 
     def _got(self, lid: str, result: Any) -> None:
-        self._read = True
         got = doctor_loss.kept(result)
         if got is None:
             self._unread.add(lid)
