@@ -3,10 +3,15 @@ hw/sockdiag.py): real connections on loopback, read with real netlink sockets.""
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import shutil
 import socket
+import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 from helpers import TcpServer as Server
@@ -216,3 +221,118 @@ def test_an_ipv4_peer_of_a_dual_stack_listener_is_counted():
         for x in (c, s, srv):
             x.close()
         reader.close()
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "linux"
+
+
+def test_the_namespaces_tcp_opens_are_read_from_its_counters():
+    """ActiveOpens + PassiveOpens - AttemptFails of a recorded /proc/net/snmp; None
+    without them."""
+    text = (FIXTURES / "proc_net_snmp.txt").read_text()
+    assert sockdiag.tcp_opens(text) == 268026 + 122564 - 101704
+    assert sockdiag.tcp_opens("Ip: Forwarding\nIp: 2\n") is None
+    assert sockdiag.tcp_opens("Tcp: ActiveOpens\nTcp: many\n") is None
+
+
+def test_a_known_connection_is_found_again_by_its_key(servers):
+    """A lookup by the key a dump gave finds the same connection with its counters now;
+    once it is closed, it finds none (TIME_WAIT holds no counters; its destroy message
+    has the last ones)."""
+    (addr,) = _peer_addresses(1)
+    srv = servers(addr)
+    pa = sockdiag.pack_address(addr)
+    diag = sockdiag.SockDiag()
+    diag.open()
+    c = socket.create_connection(srv.address, timeout=10, source_address=(LOCAL, 0))
+    try:
+        (conn,) = diag.connections(frozenset({pa}))
+        c.sendall(b"x" * MB)
+        _until(lambda: srv.received == MB)
+        (again,) = diag.lookup([conn.key])
+        assert (again.cookie, again.local, again.remote) == (conn.cookie, conn.local, pa)
+        assert abs(again.tx - conn.tx - MB) <= 0.01 * MB
+        many = diag.lookup([conn.key] * 300)  # (more than one write's worth)
+        assert len(many) == 300 and {m.cookie for m in many} == {conn.cookie}
+        c.close()
+        _until(lambda: not diag.lookup([conn.key]))
+    finally:
+        c.close()
+        diag.close()
+
+
+_NETNS_TOOLS = ("unshare", "ip")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace of its own needs root")
+@pytest.mark.skipif(not all(shutil.which(t) for t in _NETNS_TOOLS),
+                    reason="needs unshare (Debian package util-linux) and ip (iproute2)")
+def test_reads_walk_the_table_only_after_a_connection_opened():
+    """In a namespace of its own (no other test's connections): a read walks the kernel's
+    table only when a connection was established since the last walk (and once more
+    after), or REWALK_S after the last walk; else it looks the known ones up. A refused
+    connect() is not a connection. Every byte is counted either way, a new connection's
+    from its first one."""
+    out = subprocess.run(
+        ["unshare", "--net", "sh", "-c",
+         f"ip link set lo up && exec {sys.executable} {__file__} --in-own-namespace"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).resolve().parents[1]), *sys.path])})
+    assert out.returncode == 0, out.stderr
+    steps = json.loads(out.stdout)
+    # (dumps, lookups, MB sent to the peer as counted) after each step
+    assert steps["first read"][:2] == [1, 0]
+    assert steps["second read: once more"][:2] == [2, 0]
+    assert steps["1 MB on the open connection"][:2] == [2, 1]
+    assert abs(steps["1 MB on the open connection"][2] - 1) <= 0.01
+    assert steps["a new connection carried 2 MB"][:2] == [3, 1]
+    assert abs(steps["a new connection carried 2 MB"][2] - 3) <= 0.01
+    assert steps["next read: once more"][:2] == [4, 1]
+    assert steps["1 MB on each, both looked up"][:2] == [4, 2]
+    assert abs(steps["1 MB on each, both looked up"][2] - 5) <= 0.01
+    assert steps["a connect() refused"][:2] == [4, 3]
+    assert steps["30 s on: walked again"][:2] == [5, 3]
+
+
+def _in_own_namespace() -> None:
+    """The scenario of the test above, run by it in a namespace where only it connects."""
+    srv = Server("127.0.0.2")
+    me, pa = sockdiag.pack_address(LOCAL), sockdiag.pack_address("127.0.0.2")
+    reader, steps = FlowBytes(), {}
+
+    def step(name: str, now: float = 0.0) -> None:
+        reader.read(frozenset({pa}), now)
+        sent = reader.totals.get((me, pa), [0, 0])[1] / MB
+        steps[name] = [reader.dumps, reader.lookups, round(sent, 3)]
+
+    def send(c: socket.socket, n: int) -> None:
+        was = srv.received
+        c.sendall(b"x" * n)
+        _until(lambda: srv.received == was + n)
+
+    c1 = socket.create_connection(srv.address, timeout=10, source_address=(LOCAL, 0))
+    step("first read")
+    step("second read: once more")
+    send(c1, MB)
+    step("1 MB on the open connection")
+    c2 = socket.create_connection(srv.address, timeout=10, source_address=(LOCAL, 0))
+    send(c2, 2 * MB)
+    step("a new connection carried 2 MB")
+    step("next read: once more")
+    send(c1, MB)
+    send(c2, MB)
+    step("1 MB on each, both looked up")
+    with socket.socket() as refused:  # (nobody listens there: not established)
+        assert refused.connect_ex(("127.0.0.3", 9)) != 0
+    step("a connect() refused")
+    step("30 s on: walked again", now=30.0)
+    print(json.dumps(steps))
+    for x in (c1, c2):
+        x.close()
+    srv.close()
+    reader.close()
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--in-own-namespace"]:
+    _in_own_namespace()

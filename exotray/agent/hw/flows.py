@@ -12,6 +12,13 @@ What is not TCP between the two (UDP, RDMA, other hosts) is the carrier's remain
   is counted by its last counters in the kernel's destroy message. A remote address is
   counted from the read after it is first wanted (the first read only notes where its
   open connections stand, else all their past bytes would land in one interval).
+  Which connections there are comes from a dump of the kernel's table, which walks all of
+  it (its fixed cost grows with the host's memory, not with its connections); a read
+  dumps only when the namespace has established a TCP connection since the last dump
+  (sockdiag.tcp_opens, /proc/net/snmp), and once more at the read after (a connection
+  accepted is counted a moment before the kernel files it), and every REWALK_S; else it
+  asks for the connections it knows, each by its hash (sockdiag.lookup_request). A new
+  connection is thus counted from its first byte at the read after it opened.
 - `Flows`: when to read (at the full tick, only while a shared carrier carries ≥ 1 Mbit/s
   beyond our own traffic, and HOLD_S after; otherwise the sockets are closed and nothing
   is read) and each link's rates over the interval between two reads.
@@ -24,6 +31,7 @@ each. Bytes sent but not yet acknowledged are counted when acknowledged.
 from __future__ import annotations
 
 import logging
+import math
 import sys
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
@@ -42,6 +50,10 @@ CARRYING_BYTES_PER_S = QueueParams().carrying_bytes_per_s
 HOLD_S = 30.0
 #: a connection gone from the dumps is remembered this long for its destroy message
 FORGET_S = 10.0
+#: the kernel's table is walked at least this often, whatever the count of opens says (a
+#: connection established in the same interval as an embryonic one failed leaves the
+#: count as it was): the longest a connection can go uncounted
+REWALK_S = 30.0
 
 Pair = tuple[bytes, bytes]
 
@@ -51,9 +63,15 @@ class FlowBytes:
 
     def __init__(self, source: sockdiag.SockDiag | None = None) -> None:
         self.source = source if source is not None else sockdiag.SockDiag()
-        #: cookie -> (rx, tx): each open connection's last counters
-        self._seen: dict[int, tuple[int, int]] = {}
-        #: cookie -> when it was first missing from a dump: gone, its destroy message on
+        #: cookie -> each open connection as last seen (its counters then)
+        self._seen: dict[int, sockdiag.Conn] = {}
+        #: the namespace's count of TCP opens at the last dump (sockdiag.tcp_opens)
+        self._opens: int | None = None
+        self._again = False
+        self._walked_at = -math.inf
+        #: reads that dumped the kernel's table, and reads that looked connections up
+        self.dumps = self.lookups = 0
+        #: cookie -> when it was first missing from a read: gone, its destroy message on
         #: its way (the kernel sends it from a work queue)
         self._missing: dict[int, float] = {}
         #: remote addresses whose connections are counted
@@ -65,6 +83,7 @@ class FlowBytes:
         self.source.close()
         self._seen.clear()
         self._missing.clear()
+        self._opens, self._again, self._walked_at = None, False, -math.inf
         self.known = frozenset()
         self.totals.clear()
 
@@ -77,34 +96,46 @@ class FlowBytes:
             for _ in src.destroyed():  # (sockets closed before we listened: not ours)
                 pass
         new = wanted - self.known
+        opens = src.opens()  # (before the dump: a connection opened after it shows next)
         for c in src.destroyed(wanted):
             last = self._seen.pop(c.cookie, None)
             self._missing.pop(c.cookie, None)
             if c.remote not in new:  # (else a connection of before this address was counted)
                 self._add(c, last)
-        dumped = set()
-        for c in src.connections(wanted):
-            dumped.add(c.cookie)
+        if (new or opens is None or opens != self._opens or self._again
+                or now - self._walked_at >= REWALK_S):
+            # once more at the next read after a change: a connection accepted is counted
+            # in `opens` a moment before the kernel files it where a dump finds it
+            self._again = opens != self._opens
+            self._opens, self._walked_at = opens, now
+            self.dumps += 1
+            conns = src.connections(wanted)
+        else:  # no connection opened since the last dump: the ones known are all there are
+            self.lookups += 1
+            conns = src.lookup([c.key for c in self._seen.values() if c.remote in wanted])
+        answered = set()
+        for c in conns:
+            answered.add(c.cookie)
             if self._missing:
                 self._missing.pop(c.cookie, None)
             last = self._seen.get(c.cookie)
-            self._seen[c.cookie] = (c.rx, c.tx)
+            self._seen[c.cookie] = c
             if c.remote not in new:
                 self._add(c, last)
-        # a connection missing from the dumps for FORGET_S with no destroy message: its
-        # message was lost (a full buffer); forgotten
-        for cookie in set(self._seen) - dumped:
+        # a connection gone with no destroy message for FORGET_S: its message was lost (a
+        # full buffer); forgotten
+        for cookie in set(self._seen) - answered:
             if now - self._missing.setdefault(cookie, now) > FORGET_S:
                 del self._seen[cookie], self._missing[cookie]
         self.known = wanted
         for pair in [p for p in self.totals if p[1] not in wanted]:
             del self.totals[pair]
 
-    def _add(self, c: sockdiag.Conn, last: tuple[int, int] | None) -> None:
-        """What connection `c` carried since `last` (its counters then; None: all of it)."""
+    def _add(self, c: sockdiag.Conn, last: sockdiag.Conn | None) -> None:
+        """What connection `c` carried since `last` (it then; None: all of it)."""
         t = self.totals.setdefault((c.local, c.remote), [0, 0])
-        t[0] += max(0, c.rx - (last[0] if last else 0))
-        t[1] += max(0, c.tx - (last[1] if last else 0))
+        t[0] += max(0, c.rx - (last.rx if last else 0))
+        t[1] += max(0, c.tx - (last.tx if last else 0))
 
 
 class FlowLink(NamedTuple):

@@ -2,7 +2,8 @@
 (NETLINK_SOCK_DIAG, INET_DIAG with `tcp_info`: `tcpi_bytes_received`, `tcpi_bytes_acked`),
 IPv4 and IPv6, without root.
 
-Two netlink sockets: one dumps the connections that are open; the other is subscribed to
+Two netlink sockets: one dumps the connections that are open (or asks for known ones by
+their 4-tuple and cookie, a hash lookup each: `lookup`); the other is subscribed to
 the kernel's "TCP socket destroyed" groups, whose messages carry the connection's last
 `tcp_info`, so the bytes of a connection that opened and closed between two reads are
 still counted (hw/flows.py does the sums). The destroy messages wait in that socket's
@@ -16,9 +17,10 @@ ms and +41 MiB a read of 200 connections on the development machine, against ~1 
 from __future__ import annotations
 
 import errno
+import os
 import socket
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 NETLINK_SOCK_DIAG = 4
@@ -41,6 +43,7 @@ DESTROY_GROUPS = (1 << 0) | (1 << 2)
 _STATES = sum(1 << s for s in (1, 2, 4, 5, 7, 8, 9, 11))
 _HDR = struct.Struct("=IHHII")
 _MSG_LEN = 72  # struct inet_diag_msg
+_ID_LEN = 48  # its struct inet_diag_sockid, at byte 4: ports, addresses, interface, cookie
 _ATTR = struct.Struct("=HH")
 #: tcpi_bytes_acked and tcpi_bytes_received, at byte 120 of struct tcp_info (Linux 4.1+)
 _BYTES = struct.Struct("=QQ")
@@ -51,17 +54,25 @@ _NO_FAMILY = (errno.ENOENT, errno.EINVAL, errno.EAFNOSUPPORT, errno.EOPNOTSUPP)
 #: the destroy socket's buffer: a message is ~0.5 KiB of buffer; what overflows is lost
 #: and counted (SockDiag.overflows)
 DESTROY_RCVBUF = 1 << 20
+#: lookup requests sent in one write: their answers (~0.4 KiB each) wait in the socket's
+#: buffer (~208 KiB by default) until read, and one that does not fit would be lost
+LOOKUP_BATCH = 128
+#: the namespace's TCP counters (tcp_opens)
+SNMP = "/proc/net/snmp"
 
 
 class Conn(NamedTuple):
     """One TCP connection's counters: addresses packed (4 bytes for IPv4, IPv4-mapped
-    IPv6 too; 16 for IPv6), bytes received and bytes the peer acknowledged."""
+    IPv6 too; 16 for IPv6), bytes received and bytes the peer acknowledged; `key`, what
+    asks the kernel for this connection again (its family and inet_diag_sockid, as the
+    kernel gave them: lookup_request)."""
 
     cookie: int
     local: bytes
     remote: bytes
     rx: int
     tx: int
+    key: bytes = b""
 
 
 def pack_address(text: str) -> bytes | None:
@@ -165,9 +176,63 @@ def _conn(buf: memoryview | bytes, m: int, end: int, wanted: frozenset[bytes] | 
             break
         if atype == INET_DIAG_INFO and alen >= 4 + _BYTES_AT + _BYTES.size:
             tx, rx = _BYTES.unpack_from(buf, a + 4 + _BYTES_AT)
-            return Conn(cookie, local, remote, rx, tx)
+            return Conn(cookie, local, remote, rx, tx, bytes(buf[m:m + 1]) + bytes(
+                buf[m + 4:m + 4 + _ID_LEN]))
         a += (alen + 3) & ~3
     return None
+
+
+def lookup_request(key: bytes, seq: int) -> bytes:
+    """A request for one connection by its `Conn.key`: not a dump, the kernel finds it in
+    its hash table by the 4-tuple (and interface) and checks the cookie, so a connection
+    closed and its ports reused is not taken for it (net/ipv4/inet_diag.c:
+    inet_diag_find_one_icsk). Answered by one message: the connection, or an error."""
+    body = struct.pack("=BBBBI", key[0], socket.IPPROTO_TCP, 1 << (INET_DIAG_INFO - 1), 0,
+                       _STATES) + key[1:]
+    return _HDR.pack(_HDR.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, seq, 0) + body
+
+
+def parse_replies(buf: memoryview | bytes) -> tuple[list[Conn], int]:
+    """The connections in answers to lookup requests, and how many answers there were: a
+    connection gone (ENOENT) is an answer with none; a connection in TIME_WAIT, found
+    by its 4-tuple but holding no counters, one with none too (its destroy message has its
+    last ones). OSError for another error."""
+    out: list[Conn] = []
+    answers = 0
+    off, end = 0, len(buf)
+    while off + _HDR.size <= end:
+        length, type_, _flags, _seq, _pid = _HDR.unpack_from(buf, off)
+        if length < _HDR.size or off + length > end:
+            break
+        if type_ == NLMSG_ERROR:
+            answers += 1
+            code = struct.unpack_from("=i", buf, off + _HDR.size)[0]
+            if code and -code != errno.ENOENT:
+                raise OSError(-code, f"sock_diag: {errno.errorcode.get(-code, code)}")
+        elif type_ == SOCK_DIAG_BY_FAMILY:
+            answers += 1
+            if length >= _HDR.size + _MSG_LEN:
+                conn = _conn(buf, off + _HDR.size, off + length, None)
+                if conn is not None:
+                    out.append(conn)
+        off += (length + 3) & ~3
+    return out, answers
+
+
+def tcp_opens(snmp: str) -> int | None:
+    """The TCP connections this network namespace has ever established: opened actively
+    or passively, less the attempts that failed (ActiveOpens + PassiveOpens - AttemptFails
+    of /proc/net/snmp's `Tcp:` lines, IPv4 and IPv6 alike: the kernel keeps one TCP MIB
+    per namespace). A connect() refused (a program polling a port nobody listens on, as
+    the exo watcher does while exo is down) leaves it as it was. None if not there."""
+    rows = [line.split() for line in snmp.splitlines() if line.startswith("Tcp:")]
+    if len(rows) < 2:
+        return None
+    row = dict(zip(rows[0][1:], rows[1][1:], strict=False))
+    try:
+        return int(row["ActiveOpens"]) + int(row["PassiveOpens"]) - int(row["AttemptFails"])
+    except (KeyError, ValueError):
+        return None
 
 
 class SockDiag:
@@ -183,6 +248,7 @@ class SockDiag:
         self.overflows = 0
         self._no_v6 = False
         self._no_both = False  # a kernel that refuses the one request for both families
+        self._snmp: int | None = None  # /proc/net/snmp, held open while the sockets are
 
     @property
     def is_open(self) -> bool:
@@ -209,12 +275,53 @@ class SockDiag:
             destroyed.close()
             raise
         self._dump, self._destroyed = dump, destroyed
+        try:
+            self._snmp = os.open(SNMP, os.O_RDONLY)
+        except OSError:
+            self._snmp = None  # (no /proc: opens() is None, every read dumps)
 
     def close(self) -> None:
         for s in (self._dump, self._destroyed):
             if s is not None:
                 s.close()
         self._dump = self._destroyed = None
+        if self._snmp is not None:
+            os.close(self._snmp)
+            self._snmp = None
+
+    def opens(self) -> int | None:
+        """The namespace's count of TCP connections ever opened (tcp_opens), None where it
+        cannot be read."""
+        if self._snmp is None:
+            return None
+        try:
+            return tcp_opens(os.pread(self._snmp, 1 << 16, 0).decode("ascii", "replace"))
+        except OSError:
+            return None
+
+    def lookup(self, keys: Sequence[bytes]) -> list[Conn]:
+        """The connections of `keys` (Conn.key) that are still open, with their counters:
+        one request each, sent LOOKUP_BATCH to a write; the kernel finds each by its hash,
+        whatever the size of its table."""
+        s = self._dump
+        if s is None:
+            raise OSError(errno.EBADF, "sock_diag is not open")
+        out: list[Conn] = []
+        view = memoryview(self._buf)
+        for i in range(0, len(keys), LOOKUP_BATCH):
+            batch = keys[i:i + LOOKUP_BATCH]
+            first = self._seq + 1
+            self._seq += len(batch)
+            s.send(b"".join(lookup_request(k, first + j) for j, k in enumerate(batch)))
+            left = len(batch)  # (the kernel answered them all within send())
+            while left > 0:
+                n = s.recv_into(self._buf)
+                if n == 0:
+                    break
+                conns, answers = parse_replies(view[:n])
+                out += conns
+                left -= answers
+        return out
 
     def destroyed(self, wanted: frozenset[bytes] | None = None) -> Iterator[Conn]:
         """The connections destroyed since the last call, with their last counters."""
