@@ -26,9 +26,10 @@ class Connections:
     def __init__(self) -> None:
         self.known: frozenset[bytes] = frozenset()
         self.totals: dict[tuple[bytes, bytes], list[int]] = {}
+        self.at: float | None = None
 
     def read(self, wanted: frozenset[bytes], now: float) -> None:
-        self.known = wanted
+        self.known, self.at = wanted, now
 
     def close(self) -> None:
         self.known = frozenset()

@@ -31,6 +31,16 @@ def test_default_columns_one_sample_one_connection():
     assert f.remote == Endpoint("127.0.0.1", 57969)
     assert (f.interface, f.state) == ("lo0", "Established")
     assert (f.bytes_in, f.bytes_out) == (322736, 229260)
+    assert f.at == 18 * 3600 + 21 * 60 + 35.556534  # (its own `time`, not its process row's)
+
+
+def test_a_time_of_day_or_nothing():
+    assert nettop.clock("00:00:00.000001") == 0.000001
+    assert nettop.clock("23:59:59.5") == 86399.5
+    for bad in (None, "", "12:49", "25:00:00.0", "12:60:00.0", "a:b:c"):
+        assert nettop.clock(bad) is None
+    # -J without `time`: no time
+    assert all(f.at is None for f in nettop.parse(AGENTMON)[0])
 
 
 def test_rows_without_a_header_need_the_commands_header():

@@ -13,8 +13,9 @@ label, bridge members), what it carries (byte counters, rates) and what it can c
 - `capstore`: measured capacities kept in the state dir;
 - `rdma`: RDMA bytes, which bypass the IP interface counters;
 - `onlink`: which local interface reaches a peer that is on-link;
-- `flows` and its Linux reader `sockdiag`: each link's own TCP bytes on a carrier that
-  several links share, from the kernel's per-connection counters.
+- `flows` and its readers, `sockdiag` (Linux) and `nettop_source` with its parser
+  `nettop` (macOS): each link's own TCP bytes on a carrier that several links share,
+  from the kernel's per-connection counters.
 
 May import: `base`, `exotray.core`. Must not import `peers`, `probe`, `exo`, `history`,
 `share`, `http` or the agent's assembly: links are handed to it, never looked up.

@@ -3,7 +3,8 @@
 A link's `rx`/`tx` are its carrier's (the interface, or the bridge cable to its peer). When
 two or more links share a carrier that carries traffic, the kernel's per-connection
 counters tell each link's part: the TCP bytes between the link's local interface's
-addresses and its peer's address (Linux: hw/sockdiag.py; macOS: none yet, `source` None).
+addresses and its peer's address (Linux: hw/sockdiag.py, `source` "sockets"; macOS:
+nettop's samples, hw/nettop_source.py, "nettop"; elsewhere none, `source` None).
 What is not TCP between the two (UDP, RDMA, other hosts) is the carrier's remainder.
 
 - `FlowBytes`: bytes per (local address, remote address), cumulated from the connections'
@@ -21,22 +22,26 @@ What is not TCP between the two (UDP, RDMA, other hosts) is the carrier's remain
   connection is thus counted from its first byte at the read after it opened.
 - `Flows`: when to read (at the full tick, only while a shared carrier carries ≥ 1 Mbit/s
   beyond our own traffic, and HOLD_S after; otherwise the sockets are closed and nothing
-  is read) and each link's rates over the interval between two reads.
+  is read) and each link's rates over the interval between two reads (two of nettop's
+  samples on macOS: a read that finds no newer one leaves the rates as they were).
 
 Residual error: the last bytes of a connection whose destroy message was lost to a full
 buffer (`SockDiag.overflows`), and `tcpi_bytes_acked` counts a SYN and FIN as a byte
-each. Bytes sent but not yet acknowledged are counted when acknowledged.
+each. Bytes sent but not yet acknowledged are counted when acknowledged. On macOS, what
+a connection carried after nettop's last sample of it and before it closed.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import shutil
 import sys
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from exotray.agent.hw import sockdiag
+from exotray.agent.hw.nettop_source import NettopSource
 from exotray.core.queueing import QueueParams
 from exotray.core.stats import Rate
 
@@ -61,8 +66,11 @@ Pair = tuple[bytes, bytes]
 class FlowBytes:
     """Bytes per (local, remote) address pair, cumulated while open (see module)."""
 
-    def __init__(self, source: sockdiag.SockDiag | None = None) -> None:
+    def __init__(self, source: sockdiag.SockDiag | NettopSource | None = None) -> None:
         self.source = source if source is not None else sockdiag.SockDiag()
+        #: when the counters last read were read: the source's clock where it has one
+        #: (nettop's sample times), else the reader's `now`; None before any
+        self.at: float | None = None
         #: cookie -> each open connection as last seen (its counters then)
         self._seen: dict[int, sockdiag.Conn] = {}
         #: the namespace's count of TCP opens at the last dump (sockdiag.tcp_opens)
@@ -84,6 +92,7 @@ class FlowBytes:
         self._seen.clear()
         self._missing.clear()
         self._opens, self._again, self._walked_at = None, False, -math.inf
+        self.at = None
         self.known = frozenset()
         self.totals.clear()
 
@@ -127,15 +136,21 @@ class FlowBytes:
         for cookie in set(self._seen) - answered:
             if now - self._missing.setdefault(cookie, now) > FORGET_S:
                 del self._seen[cookie], self._missing[cookie]
-        self.known = wanted
+        at = getattr(src, "sampled_at", now)
+        if at is None:
+            return  # (nothing read yet: nettop's first sample is not whole)
+        self.at, self.known = at, wanted
         for pair in [p for p in self.totals if p[1] not in wanted]:
             del self.totals[pair]
 
     def _add(self, c: sockdiag.Conn, last: sockdiag.Conn | None) -> None:
-        """What connection `c` carried since `last` (it then; None: all of it)."""
+        """What connection `c` carried since `last` (it then; None, or counters lower
+        than then — another connection by the same name, nettop's: all of it)."""
         t = self.totals.setdefault((c.local, c.remote), [0, 0])
-        t[0] += max(0, c.rx - (last.rx if last else 0))
-        t[1] += max(0, c.tx - (last.tx if last else 0))
+        if last is not None and (c.rx < last.rx or c.tx < last.tx):
+            last = None
+        t[0] += c.rx - (last.rx if last else 0)
+        t[1] += c.tx - (last.tx if last else 0)
 
 
 class FlowLink(NamedTuple):
@@ -151,11 +166,15 @@ class FlowLink(NamedTuple):
 class Flows:
     """Per-link rates of the TCP bytes between its addresses, read where needed."""
 
-    def __init__(self, reader: FlowBytes | None = None, platform: str = sys.platform) -> None:
-        linux = platform.startswith("linux")
-        self.reader = reader if reader is not None else (FlowBytes() if linux else None)
-        #: the snapshot's `flow_source` while rates are read ("sockets"), else None
-        self.name = "sockets" if self.reader is not None else None
+    def __init__(self, reader: FlowBytes | None = None, platform: str = sys.platform,
+                 name: str | None = None) -> None:
+        if reader is None and platform.startswith("linux"):
+            reader, name = FlowBytes(), "sockets"
+        elif reader is None and platform == "darwin" and shutil.which("nettop"):
+            reader, name = FlowBytes(NettopSource()), "nettop"
+        self.reader = reader
+        #: the snapshot's `flow_source` while rates are read, else None
+        self.name = (name or "sockets") if reader is not None else None
         #: link id -> its own rate, for the links of the carriers read at the last tick
         self.rates: dict[str, Rate] = {}
         self._carrying: dict[str, float] = {}  # carrier -> when it last carried
@@ -198,12 +217,15 @@ class Flows:
             self._failed = True
             self.stop()
             return
+        at = self.reader.at
+        if at is None or (self._last is not None and at <= self._last[0]):
+            return  # (no counters newer than the last: nettop's next sample not yet whole)
         totals = {p: (t[0], t[1]) for p, t in self.reader.totals.items()}
-        last, self._last = self._last, (now, totals)
+        last, self._last = self._last, (at, totals)
         self.rates = {}
-        if last is None or now <= last[0]:
+        if last is None:
             return
-        dt = now - last[0]
+        dt = at - last[0]
         for lk in read:
             peer = sockdiag.pack_address(lk.peer)
             if peer is None or peer not in before:

@@ -38,6 +38,7 @@ from exotray.agent.hw import sockdiag
 
 #: the row-name column of the header ("" in nettop's header) and the columns read
 _NAME, _IFACE, _STATE, _IN, _OUT = "", "interface", "state", "bytes_in", "bytes_out"
+_TIME = "time"
 _SEP = "<->"
 TCP = frozenset({"tcp4", "tcp6"})
 
@@ -65,6 +66,9 @@ class Flow(NamedTuple):
     #: the row's connection field as printed (`tcp4 a:p<->b:q`): with the pid, what
     #: names this connection from one sample to the next
     name: str
+    #: when nettop read the row's counters, in seconds since its local midnight (the
+    #: `time` column, `18:21:35.556534`), None without that column
+    at: float | None = None
 
     @property
     def key(self) -> str:
@@ -139,7 +143,20 @@ def _flow(name: str, row: dict[str, str],
         return None
     return Flow(process[0], process[1], proto, endpoint(local, proto),
                 endpoint(remote, proto), row.get(_IFACE) or None, row.get(_STATE) or None,
-                _count(row.get(_IN)), _count(row.get(_OUT)), name)
+                _count(row.get(_IN)), _count(row.get(_OUT)), name,
+                clock(row.get(_TIME)))
+
+
+def clock(text: str | None) -> float | None:
+    """`18:21:35.556534` -> seconds since midnight; None if not a time of day."""
+    parts = (text or "").split(":")
+    if len(parts) != 3:
+        return None
+    try:
+        h, m, sec = int(parts[0]), int(parts[1]), float(parts[2])
+    except ValueError:
+        return None
+    return h * 3600 + m * 60 + sec if 0 <= h < 24 and 0 <= m < 60 and 0 <= sec < 61 else None
 
 
 def endpoint(text: str, proto: str) -> Endpoint:
