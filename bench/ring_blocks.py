@@ -40,14 +40,21 @@ def mi():
 random.seed(1)
 size = ring_size(1.0)
 links = [Ring(LINK_COLUMNS, size) for _ in range(7)]
+# a row of every link column after "t", by name (a tree with fewer columns takes fewer)
+VALUES = {"rtt_ms": 1.0, "rtt_min_ms": 0.9, "rtt_max_ms": 1.2, "rx_bytes_per_s": 1e6,
+          "tx_bytes_per_s": 2e6, "utilization": 0.1, "state": "up",
+          "rtt_baseline_ms": 0.8, "queue_delay_ms": 0.1}
+LINK_ROW = tuple(VALUES.get(c) for c in LINK_COLUMNS[1:])
 ifaces = [Ring(IFACE_COLUMNS, size) for _ in range(2)]
 r0, (u0, f0) = rss(), mi()
 live = []
 for t in range(size):
     for r in links:
-        r.append((float(t), 1.0, 0.9, 1.2, 1e6, 2e6, 0.1, "up", 0.8, 0.1, None, None))
+        # numbers that move, as a link's do (a constant block would take no array)
+        r.append((float(t), *(round(v * (1 + (t % 13) / 100), 4)
+                             if isinstance(v, float) else v for v in LINK_ROW)))
     for r in ifaces:
-        r.append((float(t), 1e6, 2e6, "up"))
+        r.append((float(t), 1e6 + t, 2e6 + t, "up"))
     live.extend(bytes(random.choice((300, 700, 1500, 3000, 9000))) for _ in range(12))
     live.extend([{"k": t, "v": [1.0] * 8} for _ in range(8)])
     del live[:-300]
