@@ -26,8 +26,8 @@ from exotray.core.doctor_past import _clock, _span
 from exotray.core.doctor_view import PAST_S, Check, Problem, View, found
 
 #: loss now (of the link's 10 s window: at rest 10 probes, in question 40) that warns,
-#: and that fails: one or two probes lost at rest (10 %, 20 %: also a link's first
-#: seconds, its first probes sent before the peer listened) warn; 3 of 10 is no accident
+#: and that fails: one or two probes lost at rest (10 %, 20 %) warn; 3 of 10 is no
+#: accident. (Probes sent before a link came up are not loss: probe/prober.py on_reply.)
 LOSS_WARN, LOSS_FAIL = 0.1, 0.3
 #: sustained loss in the history: this share of probes or more, over this long or longer
 SUSTAINED_LOSS, SUSTAINED_S = 0.05, 60.0

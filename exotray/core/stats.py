@@ -227,6 +227,14 @@ class RttWindow:
     def lost(self, at: float) -> None:
         self._insert(at, None)
 
+    def forget_lost_before(self, at: float) -> None:
+        """Drop the losses of probes sent before `at` (the link was not up then: its
+        peer not yet listening, or down, which the link's state says already)."""
+        kept = [s for s in self._samples if s[1] is not None or s[0] >= at]
+        if len(kept) != len(self._samples):
+            self._samples = kept
+            self._version += 1
+
     def _insert(self, at: float, rtt: float | None) -> None:
         self._version += 1
         if not self._samples or at >= self._samples[-1][0]:

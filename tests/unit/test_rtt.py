@@ -263,3 +263,18 @@ def test_rtt_summary_kept_until_a_sample_leaves_or_arrives() -> None:
                 got.received) == (want.median_ms, want.min_ms, want.max_ms, want.p90_ms,
                                   want.loss, want.sent, want.received)
         assert got.last_ms == want.last_ms
+
+
+def test_losses_sent_before_a_link_came_up_can_be_forgotten() -> None:
+    """Losses of probes sent before `at` go; replies, and losses from `at` on, stay."""
+    w = RttWindow(window_s=10.0)
+    for t in (1.0, 2.0, 3.0):
+        w.lost(t)
+    w.reply(4.0, 1.0)
+    assert w.summary(5.0).loss == pytest.approx(0.75)  # (the summary kept from here ...)
+    w.forget_lost_before(4.0)
+    assert w.summary(5.0).loss == 0.0  # (... is computed again)
+    w.lost(5.0)
+    w.forget_lost_before(4.0)
+    s = w.summary(6.0)
+    assert (s.loss, s.sent, s.received) == (0.5, 2, 1)

@@ -13,6 +13,7 @@ import asyncio
 import socket
 import time
 
+import pytest
 from helpers import held_prober, reflected
 
 from exotray.agent.probe import udp as P
@@ -50,6 +51,36 @@ def test_probes_older_than_the_answered_one_do_not_take_the_link_down():
     link = asyncio.run(main())
     assert link.last_reply is not None and link.lost_since_reply == 0
     assert link.up, "a live link went down after the loop stalled"
+    # nor are they loss: sent before the peer listened, the link not yet up (a link's first
+    # seconds showed 2 of 3 lost, and `exotray doctor` warned of loss on a new cluster)
+    s = link.rtt.summary(time.monotonic())
+    assert (s.loss, s.sent, s.received) == (0.0, 1, 1)
     # no down (the up itself waits for the peer's name, which this bare peer never sends:
     # peers/table.py NAME_WAIT_S)
     assert all(up for _key, up in events)
+
+
+def test_loss_after_a_link_comes_back_counts_only_what_it_lost_while_up():
+    """Up, then down (its probes unanswered: loss, while it is down), then up again: from
+    the first reply on, the probes lost while it was down are the outage its state said,
+    not loss; a probe lost after it came back is."""
+    async def main():
+        _table, prober, link = held_prober(9, timeout_s=TIMEOUT_S, down_after_s=DOWN_AFTER_S)
+        try:
+            t = time.monotonic()
+            prober.on_reply(link.target, t - 9.0, 1.0)
+            assert link.up
+            for k in range(4):  # ... then nothing answers: down
+                prober.on_lost(link.target, t - 8.0 + k)
+            prober.table.update_liveness(t + 1.0)
+            assert not link.up and link.rtt.summary(t).loss == 0.8
+            prober.on_reply(link.target, t - 3.0, 1.0)  # back
+            assert link.up and link.rtt.summary(t).loss == 0.0
+            prober.on_lost(link.target, t - 2.0)
+            return link.rtt.summary(t)
+        finally:
+            prober.close()
+
+    s = asyncio.run(main())
+    # (the first reply, 9 s ago, is still in the 10 s window)
+    assert (s.sent, s.received) == (3, 2) and s.loss == pytest.approx(1 / 3)

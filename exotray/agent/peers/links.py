@@ -59,6 +59,9 @@ class Link:
     #: latest probe that was answered
     busy_until: float = -1e18
     answered_sent: float | None = None
+    #: the send time of the first probe answered since the link was last not up (made,
+    #: or down): `loss` counts only probes sent from then (probe/prober.py on_lost)
+    up_from_sent: float | None = None
     #: how long the peer holds our requests before answering (a peer that reads its
     #: socket at its ticks: up to a tick), the largest of its recent replies
     hold_s: float = 0.0

@@ -168,6 +168,11 @@ class Prober:
         link.hold_s = max(held_s, pacing.HOLD_DECAY * link.hold_s)
         if link.answered_sent is None or sent_at > link.answered_sent:
             link.answered_sent = sent_at
+        if not link.up and (link.up_from_sent is None or sent_at > link.up_from_sent):
+            # coming up: what was lost before is the link being down (or its peer not yet
+            # listening), which its state says, not loss on a live link
+            link.up_from_sent = sent_at
+            link.rtt.forget_lost_before(sent_at)
         link.rtt.reply(sent_at, rtt_ms)
         link.queue.reply(sent_at, rtt_ms)
         pinned = link.path.replied(sent_at)
@@ -180,7 +185,8 @@ class Prober:
     def on_lost(self, target: Target, sent_at: float) -> None:
         link = self.table.links.get(target)
         if link is not None:
-            link.rtt.lost(sent_at)
+            if link.up_from_sent is not None and sent_at >= link.up_from_sent:
+                link.rtt.lost(sent_at)  # (sent before it came up: see on_reply)
             link.queue.lost(sent_at)
             # Only a probe sent after the latest answered one counts towards "down": an
             # older one the peer never answered (sent before it listened) says nothing
