@@ -106,3 +106,36 @@ def test_mdns_sends_the_system_refuses_are_a_problem_that_names_local_network():
     assert "Privacy & Security › Local Network" in d.problem
     cluster = {"nodes": [{"links": []}], "discovery": {"mdns": True, "problem": d.problem}}
     assert any("Local Network" in h for h in empty_hints(cluster))
+
+
+def test_a_refused_send_logged_from_another_thread_is_said_on_the_loops(fake, monkeypatch):
+    """zeroconf may log from a thread of its own: discovery's problem, built from state
+    the loop changes, is made on the loop's thread."""
+    import logging
+    import threading
+
+    from zeroconf._logger import QuietLogger
+
+    fake.refuse = {}
+    seen: list[int] = []
+
+    async def main():
+        d = _discovery()
+        await d.start(["192.168.1.20"])
+        say = d._say_problems
+        monkeypatch.setattr(d, "_say_problems", lambda: (seen.append(threading.get_ident()),
+                                                         say()))
+        err = OSError(errno.EHOSTUNREACH, "No route to host")
+        t = threading.Thread(target=QuietLogger.log_exception_once,
+                             args=(err, "Error with socket 9: %s", err))
+        t.start()
+        t.join()
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert d.sends_refused == "No route to host"
+        await d.stop()
+        return threading.get_ident()
+
+    logging.getLogger("zeroconf").setLevel(logging.WARNING)
+    loop_thread = asyncio.run(main())
+    assert seen and set(seen) == {loop_thread}

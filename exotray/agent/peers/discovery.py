@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -114,12 +115,16 @@ class Discovery:
         #: what the system said when it refused an mDNS send (mdns_sockets.SendRefused)
         self.sends_refused: str | None = None
         self._hears = mdns_sockets.SendRefused(self._send_refused)
+        #: the agent's loop and its thread: zeroconf may log from a thread of its own
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
 
     @property
     def running(self) -> bool:
         return bool(self.on)
 
     async def start(self, addresses: Iterable[str]) -> None:
+        self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
         logging.getLogger("zeroconf").addHandler(self._hears)
         async with self._lock:
             await self._apply(tuple(sorted(set(addresses))))
@@ -242,6 +247,13 @@ class Discovery:
             await self._stop()
 
     def _send_refused(self, why: str) -> None:
+        """(Called by the logging handler, in whichever thread logged: the problem is
+        made on the loop's, where the state it reads changes.)"""
+        loop = self._loop
+        if (loop is not None and threading.get_ident() != self._loop_thread
+                and not loop.is_closed()):
+            loop.call_soon_threadsafe(self._send_refused, why)
+            return
         if self.sends_refused is None:
             self.sends_refused = why
             self._say_problems()
