@@ -336,3 +336,26 @@ def _in_own_namespace() -> None:
 
 if __name__ == "__main__" and sys.argv[1:] == ["--in-own-namespace"]:
     _in_own_namespace()
+
+
+def test_closing_messages_lost_to_a_full_buffer_are_logged(servers, monkeypatch, caplog):
+    """The kernel's closing messages wait in a buffer until the next read; when more
+    connections close between two reads than it holds, their last bytes are lost: said
+    in the log, once and then at the 10th, 100th... time, not silently."""
+    monkeypatch.setattr(sockdiag, "DESTROY_RCVBUF", 1)  # (the kernel's least: ~2 KiB)
+    caplog.set_level("WARNING", "exotray.agent.hw.monitor")
+    a, b = _peer_addresses(2)
+    sa = servers(a)
+    servers(b)
+    flows = Flows()
+    links = _links("lo", [a, b])
+    try:
+        flows.tick(0.0, links, lambda _: True)
+        for _ in range(40):
+            _upload(sa.address, 1000)
+        _until(lambda: flows.tick(1.0, links, lambda _: True)
+               or flows.reader.source.overflows > 0)
+        assert caplog.text.count("overflowed") == 1
+        assert "not counted" in caplog.text
+    finally:
+        flows.stop()

@@ -8,6 +8,8 @@ clock is injected."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from helpers import counted_agent, manual_link
 
@@ -27,6 +29,7 @@ class Connections:
         self.known: frozenset[bytes] = frozenset()
         self.totals: dict[tuple[bytes, bytes], list[int]] = {}
         self.at: float | None = None
+        self.source = SimpleNamespace(overflows=0)  # (the kernel's buffer never overflows)
 
     def read(self, wanted: frozenset[bytes], now: float) -> None:
         self.known, self.at = wanted, now

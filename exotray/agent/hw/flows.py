@@ -180,6 +180,7 @@ class Flows:
         self._carrying: dict[str, float] = {}  # carrier -> when it last carried
         self._last: tuple[float, dict[Pair, tuple[int, int]]] | None = None
         self._failed = False
+        self._overflows_told = 0
 
     def source(self, link_id: str) -> str | None:
         return self.name if link_id in self.rates else None
@@ -217,6 +218,12 @@ class Flows:
             self._failed = True
             self.stop()
             return
+        lost, told = self.reader.source.overflows, self._overflows_told
+        if lost > told and (told == 0 or len(str(lost)) > len(str(told))):  # 1st, 10th...
+            log.warning("own bytes: the kernel's closing messages overflowed our buffer "
+                        "(%d times so far): the last bytes of connections that closed "
+                        "then are not counted", lost)
+        self._overflows_told = lost
         at = self.reader.at
         if at is None or (self._last is not None and at <= self._last[0]):
             return  # (no counters newer than the last: nettop's next sample not yet whole)
