@@ -136,7 +136,8 @@ class Agent:
                             emit=lambda t, f: self.events.emit(t, self.wall(clock()), **f))
         # link_down/up, link_flapping, link_slower (peers/linkevents.py)
         self.link_events = LinkEvents(self.events.emit, self.wall, self.monitor.label,
-                                      lambda: self.settings.name)
+                                      lambda: self.settings.name,
+                                      self.monitor.carrier_flapping)
         self.ticker = Ticker(
             clock=clock, wall=self.wall, monitor=self.monitor, table=self.table,
             prober=self.prober, exo=self.exo, sharing=lambda: self.sharing, store=self.store,

@@ -112,6 +112,29 @@ def test_a_cable_that_flaps_is_told_once_then_quiet_then_cleared():
     assert c.kinds()[-1] == "link_flapping_cleared" and c.events[-1][1]["state"] == "up"
 
 
+def test_a_link_through_a_flapping_cable_is_not_told_flapping_once_more():
+    """The interface's own carrier flaps (its link_flapping names the cable, hw/monitor.py):
+    the links behind it flap with it, and are not told again, one per peer; nor their
+    clear. A link whose interface is steady still is."""
+    c = Cluster()
+    c.ev.carrier_flapping = lambda name: name == "bridge0"
+    c.run(5)
+    for _ in range(5):
+        c.answering["tb"] = False
+        c.run(4)
+        c.answering["tb"] = True
+        c.run(4)
+    assert "link_flapping" not in c.kinds()
+    c.run(ChangeParams().flap_quiet_s + 2)
+    assert "link_flapping_cleared" not in c.kinds()
+    for _ in range(3):
+        c.answering["wifi"] = False
+        c.run(4)
+        c.answering["wifi"] = True
+        c.run(4)
+    assert [f["local_interface"] for k, f in c.events if k == "link_flapping"] == ["en0"]
+
+
 def test_a_path_that_got_slower_is_told_after_30_s_and_cleared_when_back():
     c = Cluster()
     c.run(60)  # the baseline: 0.4 ms

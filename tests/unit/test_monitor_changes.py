@@ -61,10 +61,13 @@ def test_a_carrier_that_flaps_is_one_event_of_the_interface_and_counted_an_hour(
         "bridge0", None, None, 3)
     st = m.ifaces["bridge0"]
     assert m.carrier_changes(st) == 8
+    # (the links behind it are then not told flapping once more: peers/linkevents.py)
+    assert m.carrier_flapping("bridge0") and not m.carrier_flapping("en0")
     report = interfaces(m, [])
     assert "bridge0: went down or up 8 times in the last hour" in interface_lines(report)
     m.update({"bridge0": BR}, t + 601)
     assert [k for k, _ in said] == ["link_flapping", "link_flapping_cleared"]
+    assert not m.carrier_flapping("bridge0")
 
 
 def test_an_adapter_unplugged_and_plugged_again_is_a_carrier_change():

@@ -169,6 +169,11 @@ class InterfaceMonitor:
         """The interface's downs and ups within the last `span_s` (as of the last list)."""
         return st.flaps.count(self._now, span_s)
 
+    def carrier_flapping(self, name: str | None) -> bool:
+        """Whether interface `name`'s carrier is flapping (its link_flapping was told)."""
+        st = self.ifaces.get(name) if name is not None else None
+        return st is not None and st.flaps.flapping
+
     def _carrier_changed(self, st: IfaceState, up: bool, label: str, now: float) -> None:
         """An interface lost or got back its carrier (or was set down or up): a third
         return within the window is link_flapping of the interface itself."""

@@ -7,7 +7,9 @@
   and a link that comes up with its peer is `peer_up`'s.
 * `link_flapping` / `link_flapping_cleared`: a link that went down and came back three
   times within ten minutes, whether or not its peer went with it; while it flaps its
-  link_down and link_up are not told one by one.
+  link_down and link_up are not told one by one. Not told of a link whose interface's
+  carrier is flapping then: that interface's own link_flapping (hw/monitor.py) names the
+  cable, once, not once more per peer behind it.
 * `link_slower` / `link_slower_cleared`: its idle RTT rose threefold (and by 1 ms) and
   stayed so for 30 s (core/linkchanges.py).
 * `mtu_mismatch` / `mtu_mismatch_cleared`: frames of its interface's MTU stopped
@@ -40,11 +42,16 @@ MAX_WATCHED = 2048
 
 class LinkEvents:
     def __init__(self, emit: Callable[..., Any], wall: Callable[[float], float],
-                 label: Callable[[str | None], str | None], node: Callable[[], str]) -> None:
+                 label: Callable[[str | None], str | None], node: Callable[[], str],
+                 carrier_flapping: Callable[[str | None], bool] = lambda _: False) -> None:
         self.emit = emit
         self.wall = wall
         self.label = label
         self.node = node
+        #: whether a local interface's carrier is flapping (its own link_flapping told)
+        self.carrier_flapping = carrier_flapping
+        #: link ids whose link_flapping was told (their clear is told; the others' not)
+        self.flap_told: set[str] = set()
         #: link ids a link_down was told of, and when (their link_up is told when they
         #: answer; one not made again within SAID_DOWN_KEEP_S is forgotten)
         self.said_down: dict[str, float] = {}
@@ -61,7 +68,9 @@ class LinkEvents:
         f = self.flaps.get(link_id)
         if f is None:
             if len(self.flaps) >= MAX_WATCHED:
-                del self.flaps[min(self.flaps, key=lambda k: self.flaps[k].last_change or 0)]
+                oldest = min(self.flaps, key=lambda k: self.flaps[k].last_change or 0)
+                del self.flaps[oldest]
+                self.flap_told.discard(oldest)
             f = self.flaps[link_id] = FlapWatch()
         return f
 
@@ -75,7 +84,8 @@ class LinkEvents:
             return
         siblings = [s for s in siblings if s is not link]
         flaps = self.flaps_of(link.id)
-        if flaps.change(now, link.up):
+        if flaps.change(now, link.up) and not self.carrier_flapping(link.local_interface):
+            self.flap_told.add(link.id)
             self._tell("link_flapping", link, now, changes=flaps.cycles(now),
                        window_s=flaps.params.flap_window_s)
         if not peer_up:  # peer_down tells it, for each of its links
@@ -101,8 +111,11 @@ class LinkEvents:
         """Once a full tick for each link: is it slower, has it stopped flapping."""
         flaps = self.flaps.get(link.id)
         if flaps is not None and flaps.quiet(now):
-            self._tell("link_flapping_cleared", link, now, state="up" if link.up else "down",
-                       quiet_s=flaps.params.flap_quiet_s)
+            if link.id in self.flap_told:
+                self.flap_told.discard(link.id)
+                self._tell("link_flapping_cleared", link, now,
+                           state="up" if link.up else "down",
+                           quiet_s=flaps.params.flap_quiet_s)
             self.said_down.pop(link.id, None)
             if not link.up and getattr(link.peer, "was_up", False):
                 self.said_down[link.id] = now  # it stopped flapping down: its return is told
