@@ -1,7 +1,8 @@
 """Issue 31 on the virtual LAN: a second cable between two hosts pulled and put back
 (`link_down` naming the first as the fallback, `link_up`, no `peer_down`), the same cable
-set down and up three times (one `link_flapping`, its interface's), and a path whose round trip grows by
-60 ms through a forwarding host and shrinks back (`link_slower`, then its clear). This
+set down and up three times (one `link_flapping`, its interface's), and a path whose
+round trip grows by 60 ms through a forwarding host and shrinks back (`link_slower`,
+then its clear). This
 kernel has no netem: the delay is a small UDP and TCP forwarder in a third namespace.
 Detection times are printed (their targets are measured by the benchmarks)."""
 
