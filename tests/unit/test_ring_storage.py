@@ -191,6 +191,32 @@ def test_random_values_round_trip_exactly_through_every_kind_wrap_and_resize(see
             maxlen = keep
 
 
+def test_a_resize_keeps_each_block_in_its_kind_and_every_value():
+    """A resize (the interval changed) builds the new blocks from the stored pieces: a
+    constant stays a constant, narrow stays narrow, text stays bytes; doubles only where
+    a piece of them is kept, and narrow again where the doubles' odd value was left out.
+    The wrap point and a split constant are crossed."""
+    ring = Ring(COLS, 16, block=4)
+    rows = [(float(i), 0.25 if i < 8 else round(0.1 * i, 4),
+             1e11 + 0.5 if i == 15 else 1.5, "up" if i % 3 else "down", None)
+            for i in range(22)]  # (wrapped: the oldest 6 gone)
+    ref = _fill(ring, rows)
+    ring.resize(11)
+    _check(ring, collections.deque(ref, maxlen=11))
+    assert ring._head == 0 and len(ring) == 11
+    assert _kinds(ring, "plain") == "CCC"
+    assert _kinds(ring, "rtt_ms") == "iii"
+    assert _kinds(ring, "rx_bytes_per_s") == "CdC"  # (row 15 of the 11 kept, 11..21: 4)
+    assert _kinds(ring, "state") == "BBB"
+    ring.resize(5)  # row 15 left out: its block narrow, or constant, again
+    _check(ring, collections.deque(ref, maxlen=5))
+    assert _kinds(ring, "rx_bytes_per_s") == "CC"
+    for i in range(22, 30):  # and it goes on taking rows
+        ring.append((float(i), 0.5, 2.5, "up", 1.0))
+        ref.append((float(i), 0.5, 2.5, "up", 1.0))
+    _check(ring, collections.deque(ref, maxlen=5))
+
+
 def test_a_links_history_row_is_kept_narrow_and_read_back_as_written():
     """The columns' DECIMALS are the decimals history_row writes them at: its numbers go
     to 4-byte blocks and come back exactly as written."""
