@@ -240,3 +240,38 @@ def test_the_database_keeps_a_days_cap_of_events_per_peer_and_says_what_it_dropp
     assert [m for m in said if "not stored on" in m] == [
         f"history: events not stored on {store_mod.iso(day)[:10]} (over {CAP} a peer): "
         "flappy 50"], said
+
+
+def test_an_agent_restarted_the_same_day_goes_on_with_the_days_cap(tmp_path):
+    """The day's cap counts what the database already holds of its newest day: a peer
+    that flapped all morning does not get another day's worth after a restart; another
+    peer, and the next day, are kept."""
+    from exotray.agent.base.limits import MAX_EVENTS_PER_PEER_PER_DAY as CAP
+
+    day = T0 - T0 % 86400 + 3600
+
+    async def run(first: int, then: list[tuple[str, float]]) -> None:
+        store = HistoryStore(tmp_path, 30, Throttled(lambda: 0.0))
+        events = EventLog(sinks=[store.event])
+        await store.open()
+        for i in range(first):
+            events.emit("peer_up", day + i, peer_id="flappy", peer_name="flappy")
+        for who, t in then:
+            events.emit("peer_down", t, peer_id=who, peer_name=who)
+        await store.close()
+
+    async def stored() -> dict:
+        store = HistoryStore(tmp_path, 30, Throttled(lambda: 0.0))
+        await store.open()
+        got = await store.event_range(day - 1, day + 2 * 86400, 3 * CAP, [])
+        await store.close()
+        by: dict = {}
+        for e in got["events"]:
+            key = (e["peer_id"], int(event_time(e) >= day + 86400))
+            by[key] = by.get(key, 0) + 1
+        return by
+
+    asyncio.run(run(CAP - 5, []))  # the morning: 5 short of the cap
+    asyncio.run(run(0, [("flappy", day + CAP + i) for i in range(20)]
+                    + [("calm", day + CAP)] + [("flappy", day + 86400 + 1)]))
+    assert asyncio.run(stored()) == {("flappy", 0): CAP, ("calm", 0): 1, ("flappy", 1): 1}

@@ -216,6 +216,20 @@ class HistoryDB:
     def last_seq(self) -> int:
         return self.conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
 
+    def day_counts(self) -> tuple[int, dict[str, int]] | None:
+        """The UTC day (days since the epoch) of the newest event kept, and that day's
+        events per peer as the store's day cap counts them (its id, else its name, else
+        "" for this node's own); None with no event."""
+        newest = self.conn.execute("SELECT max(at) FROM events").fetchone()[0]
+        if newest is None:
+            return None
+        day = int(newest // 86400)
+        rows = self.conn.execute(
+            "SELECT coalesce(nullif(json_extract(body, '$.peer_id'), ''), "
+            "nullif(json_extract(body, '$.peer_name'), ''), ''), count(*) FROM events "
+            "WHERE at >= ? AND at < ? GROUP BY 1", (day * 86400.0, (day + 1) * 86400.0))
+        return day, {str(who): n for who, n in rows}
+
     def has(self, kind: str, name: str) -> bool:
         return self._series_id(kind, name, create=False) is not None
 

@@ -32,6 +32,7 @@ from exotray.agent.base import limits as L
 from exotray.agent.base.throttle import Throttled
 from exotray.agent.history import db as historydb
 from exotray.agent.history.backlog import Backlog, Job, keep_events, merge, ring_part, split
+from exotray.agent.history.daycap import DayCap
 from exotray.core.events import iso
 
 if TYPE_CHECKING:
@@ -81,6 +82,8 @@ class HistoryStore:
         #: batches kept back because the thread fell behind (for tests and /metrics)
         self.dropped = 0
         self.cap = DayCap(L.MAX_EVENTS_PER_PEER_PER_DAY)
+        #: the database's newest day and its events per peer, read when it opened
+        self._kept_today: tuple[int, dict[str, int]] | None = None
         #: free bytes on the database's disk, read by the thread after each batch
         self.free_bytes: int | None = None
 
@@ -113,13 +116,17 @@ class HistoryStore:
             log.info("history database off (history_days = 0): one hour in memory")
             return 0
         self._exec = ThreadPoolExecutor(1, thread_name_prefix="exotray-history")
-        return await asyncio.get_running_loop().run_in_executor(self._exec, self._open)
+        seq = await asyncio.get_running_loop().run_in_executor(self._exec, self._open)
+        if self._kept_today is not None:  # (a restart the same day: its cap goes on)
+            self.cap.seed(*self._kept_today)
+        return seq
 
     def _open(self, again: bool = False) -> int:
         try:
             db = historydb.open_or_replace(self.path, self.retention_s)
             try:
                 seq = db.last_seq()
+                self._kept_today = db.day_counts()
             except BaseException:
                 db.close()
                 raise
@@ -366,50 +373,6 @@ class HistoryStore:
         if self.db is not None:
             self.db.close()
             self.db = None
-
-
-class DayCap:
-    """At most `limit` events of one peer (its id, else its name; this node's own under
-    "") in a UTC day go to the database: a peer that flaps or saturates all day must not
-    fill 30 days of history (issue 33 point 9). What is over is counted; the first of a
-    peer's day is logged, and the day's count when the next begins or the agent stops.
-    Keys are a day's peers, at most 4 x MAX_PEERS (the rest counted together)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.day: int | None = None
-        self.kept: dict[str, int] = {}
-        self.over: dict[str, int] = {}
-        #: events not kept since start (all days)
-        self.dropped = 0
-
-    def keep(self, event: dict[str, Any]) -> bool:
-        t = historydb.event_time(event)
-        day = int(t // 86400) if t is not None else self.day
-        if day is not None and (self.day is None or day > self.day):
-            self.summary()
-            self.day, self.kept, self.over = day, {}, {}
-        who = str(event.get("peer_id") or event.get("peer_name") or "")
-        if who not in self.kept and len(self.kept) >= 4 * L.MAX_PEERS:
-            who = "(others)"
-        n = self.kept[who] = self.kept.get(who, 0) + 1
-        if n <= self.limit:
-            return True
-        self.dropped += 1
-        self.over[who] = self.over.get(who, 0) + 1
-        if self.over[who] == 1:
-            log.warning("history: %d events of %s today; its further events today are not "
-                        "stored (still logged and served while in memory)", self.limit,
-                        who or "this node")
-        return False
-
-    def summary(self) -> None:
-        """Log the events not stored in the day so far (once: the count is reset)."""
-        if self.over:
-            log.warning("history: events not stored on %s (over %d a peer): %s",
-                        iso(86400.0 * (self.day or 0))[:10], self.limit, ", ".join(
-                            f"{who or 'this node'} {n}" for who, n in sorted(self.over.items())))
-            self.over = {}
 
 
 def memory_history(hist: dict[str, Any] | None, points: int,
