@@ -14,6 +14,7 @@ import sys
 import time
 from typing import Any
 
+from exotray.cli.reads import AgentUnavailable, fetch
 from exotray.core import doctor
 
 EXIT_NO_AGENT = 3
@@ -23,24 +24,11 @@ _COLOURS = {"fail": "\033[31m", "warn": "\033[33m", "pass": "\033[32m"}
 _WORDS = {"fail": "FAIL", "warn": "warn", "pass": "ok"}
 
 
-class NoAgent(Exception):
-    """No agent answered (the message says where and what to do)."""
-
-
-def _get(args: argparse.Namespace, path: str, **params: Any) -> Any:
-    import httpx
-
-    where = f"{args.host}:{args.port}"
-    try:
-        r = httpx.get(f"http://{where}{path}", params=params, timeout=5.0, trust_env=False)
-    except httpx.HTTPError as e:
-        raise NoAgent(f"exotray doctor: no exotray agent answered at {where} ({e or 'timeout'})"
-                      ".\nStart one with `exotray agent` (or the tray app), or give --port.") \
-            from None
-    if r.status_code != 200:
-        raise NoAgent(f"exotray doctor: the exotray agent at {where} answered {path} with "
-                      f"HTTP {r.status_code}. Try again in a minute.")
-    return r.json()
+#: no agent answered, or it could not answer (the message says where and what to do);
+#: reads of the agent as every other command's: a busy agent's 503 tried again after its
+#: Retry-After
+NoAgent = AgentUnavailable
+_get = fetch
 
 
 def read(args: argparse.Namespace, now: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from exotray.cli.args import units_preference
 from exotray.core import fmt, paths
@@ -51,10 +52,14 @@ def cmd_interfaces(args: argparse.Namespace) -> int:
 BUSY_TRIES = 3
 
 
-def _get(args: argparse.Namespace, path: str, **params: object) -> dict:
-    """GET from the local agent, or exit with a clear message. An agent busy with other
-    reads (503, or connected and silent for 5 s) is told apart from no agent at all; a
-    503 is tried again after its Retry-After, BUSY_TRIES times."""
+class AgentUnavailable(Exception):
+    """The local agent did not answer a read: the message says why and what to do."""
+
+
+def fetch(args: argparse.Namespace, path: str, **params: object) -> Any:
+    """GET from the local agent (AgentUnavailable when it cannot). An agent busy with
+    other reads (503, or connected and silent for 5 s) is told apart from no agent at
+    all; a 503 is tried again after its Retry-After, BUSY_TRIES times."""
     import time
 
     import httpx
@@ -65,13 +70,14 @@ def _get(args: argparse.Namespace, path: str, **params: object) -> dict:
         try:
             r = httpx.get(url, params=params, timeout=5.0, trust_env=False)
         except httpx.TimeoutException as e:
-            raise SystemExit(f"exotray {args.command}: the exotray agent at {where} is busy: "
-                             f"it took the request but did not answer in 5 s ({e or 'timeout'})"
-                             ". Try again in a minute.") from None
+            raise AgentUnavailable(
+                f"exotray {args.command}: the exotray agent at {where} is busy: it took the "
+                f"request but did not answer in 5 s ({e or 'timeout'}). Try again in a "
+                "minute.") from None
         except httpx.HTTPError as e:
-            raise SystemExit(f"exotray {args.command}: no exotray agent answered at {where}"
-                             f" ({e}).\nStart one with `exotray agent` (or the tray "
-                             "app), or give --port.") from None
+            raise AgentUnavailable(
+                f"exotray {args.command}: no exotray agent answered at {where} ({e}).\n"
+                "Start one with `exotray agent` (or the tray app), or give --port.") from None
         if r.status_code == 503 and attempt + 1 < BUSY_TRIES:
             try:
                 wait = min(10.0, max(0.0, float(r.headers.get("retry-after", "1"))))
@@ -86,10 +92,18 @@ def _get(args: argparse.Namespace, path: str, **params: object) -> dict:
         except ValueError:
             detail = r.text
         if r.status_code == 503:
-            raise SystemExit(f"exotray {args.command}: the exotray agent at {where} is busy"
-                             f" ({detail}). Try again in a minute.")
-        raise SystemExit(f"exotray: {path}: {detail}")
+            raise AgentUnavailable(f"exotray {args.command}: the exotray agent at {where} is "
+                                   f"busy ({detail}). Try again in a minute.")
+        raise AgentUnavailable(f"exotray: {path}: {detail}")
     return r.json()
+
+
+def _get(args: argparse.Namespace, path: str, **params: object) -> dict:
+    """`fetch`, or exit with its message."""
+    try:
+        return fetch(args, path, **params)
+    except AgentUnavailable as e:
+        raise SystemExit(str(e)) from None
 
 
 def _find_link(cluster: dict, wanted: str) -> dict:

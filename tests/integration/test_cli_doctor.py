@@ -4,10 +4,12 @@ it (its history database's state)."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 from helpers import AgentProc, free_port, wait_for
@@ -93,3 +95,43 @@ def test_a_peer_that_answers_nothing_fails_reachable_exit_1(tmp_path):
         assert got["udp_probes"]["status"] == "pass"  # its HTTP does not answer either
     finally:
         a.close()
+
+
+class _BusyOnce(http.server.BaseHTTPRequestHandler):
+    """An agent's stand-in busy (503, Retry-After 0) at the first read, then answering an
+    empty cluster."""
+
+    tries = 0
+
+    def log_message(self, *a) -> None:
+        pass
+
+    def do_GET(self):
+        type(self).tries += 1
+        if type(self).tries == 1:
+            body, code = b'{"error": "busy with other reads; try again in 1 s"}', 503
+        elif self.path.startswith("/v1/cluster"):
+            body, code = json.dumps({"nodes": [{"id": "a", "name": "a", "links": [],
+                                                "interfaces": []}]}).encode(), 200
+        else:
+            body, code = b'{"events": []}', 200
+        self.send_response(code)
+        self.send_header("content-type", "application/json")
+        self.send_header("retry-after", "0")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_busy_agent_is_asked_again_after_its_retry_after_as_by_every_command():
+    """Doctor read the agent its own way: a 503 from an agent busy with other reads was
+    "no agent" (exit 3). It now waits for the Retry-After and asks again."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _BusyOnce)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        r = run("--json", "--port", str(server.server_address[1]))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert r.returncode in (0, 1), r.stderr
+    assert _BusyOnce.tries >= 3 and "checks" in json.loads(r.stdout)
