@@ -7,6 +7,7 @@ times, addresses and counts. What only a Mac can show is in packaging/macos/CHEC
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -124,9 +125,9 @@ def test_each_link_gets_its_own_rate_over_nettops_own_interval(stand):
         flows.stop()
 
 
-def _counted(stand: Stand, reader: FlowBytes, upto: float) -> int:
+def _counted(stand: Stand, reader: FlowBytes, upto: float, now: float = 0.0) -> int:
     def read():
-        reader.read(frozenset({_packed(A)}), 0.0)
+        reader.read(frozenset({_packed(A)}), now)
         return stand.source.sampled_at == upto
     _until(read)
     return reader.totals.get((_packed(ME), _packed(A)), [0, 0])[1]
@@ -192,3 +193,102 @@ def test_text_without_a_header_is_bounded(stand, monkeypatch, caplog):
     stand.source.open()
     _until(lambda: stand.source.connections() == [] and "without a header" in caplog.text)
     assert stand.source._pending == ""
+
+
+def test_a_nettop_silent_after_its_samples_is_an_error(tmp_path):
+    """Once samples came, a nettop alive but printing nothing more fails the read after
+    SILENT_S (the links' last rates are not left on show)."""
+    now = [0.0]
+    stand = Stand(tmp_path, now)
+    stand.source.open()
+    try:
+        stand.say(sample(10.0, [(501, 50000, A, 0, MB)]) + HEADER + "\n")
+        _until(lambda: stand.source.connections() and stand.source.sampled_at == 10.0)
+        now[0] = nettop_source.SILENT_S + 1
+        with pytest.raises(OSError, match="no sample"):
+            stand.source.connections()
+    finally:
+        stand.source.close()
+
+
+def test_nettops_clock_set_back_or_on_moves_the_samples_by_ours(stand):
+    """nettop's times are its local time of day: set back an hour (daylight saving) or on,
+    the samples go on by our clock's step, not by the jump."""
+    now = stand.now
+    stand.source.open()
+    t = 2 * 3600.0 - 1
+    for step, ours in ((0.0, 0.0), (1.0, 1.0), (-3600.0, 1.0), (1.0, 1.0), (7200.0, 1.0)):
+        t += step
+        now[0] += ours
+        want = (stand.source.sampled_at or t) + ours
+        stand.say(sample(t, [(501, 50000, A, 0, MB)])[len(HEADER) + 1:] + HEADER + "\n"
+                  if step else sample(t, [(501, 50000, A, 0, MB)]) + HEADER + "\n")
+        _until(lambda w=want: stand.source.connections()
+               and stand.source.sampled_at == pytest.approx(w))
+
+
+def test_the_connections_to_the_links_peers_are_the_last_forgotten(stand, monkeypatch):
+    """Over MAX_CONNECTIONS the least recently moved go, but not a link's peer's: forgotten
+    and seen again it would be counted whole again."""
+    monkeypatch.setattr(nettop_source, "MAX_CONNECTIONS", 3)
+    reader = FlowBytes(stand.source)
+    stand.say(sample(10.0, [(501, 50000, A, 0, MB)]) + HEADER + "\n")
+    _counted(stand, reader, 10.0)
+    others = [(600 + i, 51000 + i, f"10.213.163.{i + 1}", 0, i) for i in range(6)]
+    stand.say(sample(11.0, others)[len(HEADER) + 1:] + HEADER + "\n")
+    assert _counted(stand, reader, 11.0, now=1.0) == 0
+    assert len(stand.source._conns) == 3
+    stand.say(sample(12.0, others)[len(HEADER) + 1:] + HEADER + "\n")  # (time passes)
+    assert _counted(stand, reader, 12.0, now=30.0) == 0
+    stand.say(sample(13.0, [(501, 50000, A, 0, MB + 300)])[len(HEADER) + 1:] + HEADER + "\n")
+    assert _counted(stand, reader, 13.0, now=31.0) == 300
+    reader.close()
+
+
+#: an agent with a nettop (a stand-in that, as a C program writing with printf would,
+#: goes on when its writes fail) that prints its nettop's pid and waits to be killed
+ORPHAN = """
+import sys, time
+from exotray.agent.hw.nettop_source import NettopSource
+stand = '''
+import os, time
+end = time.monotonic() + 30
+while time.monotonic() < end:
+    try:
+        os.write(1, b"time,,interface,state,bytes_in,bytes_out,\\\\n")
+    except OSError:
+        pass
+    time.sleep(0.1)
+'''
+s = NettopSource([sys.executable, "-c", stand])
+s.open()
+print(s._proc.pid, flush=True)
+time.sleep(30)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_nettop_ends_with_an_agent_killed_outright():
+    """The agent killed (SIGKILL: no close()): its terminal is nettop's controlling one,
+    hung up when the agent's side goes, so nettop gets SIGHUP and does not run on."""
+    import signal
+    import subprocess
+
+    agent = subprocess.Popen([sys.executable, "-c", ORPHAN], stdout=subprocess.PIPE,
+                             text=True)
+    child = int(agent.stdout.readline())
+    try:
+        agent.kill()  # (ours, by its Popen)
+        agent.wait()
+        _until(lambda: _gone(child))
+    finally:
+        if not _gone(child):
+            os.kill(child, signal.SIGKILL)  # (the stand-in this test started)

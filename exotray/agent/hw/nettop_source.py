@@ -25,9 +25,11 @@ is a parse of one sample.
 from __future__ import annotations
 
 import errno
+import fcntl
 import logging
 import os
 import subprocess
+import termios
 import time
 from collections.abc import Callable, Sequence
 
@@ -43,6 +45,13 @@ MAX_CONNECTIONS = 4096
 #: text held while waiting for a header (a sample is a few hundred lines at most)
 MAX_PENDING = 1 << 20
 _DAY = 86400.0
+#: nettop's times moving this much more than our clock did are its clock set on, not time
+JUMP_S = 5.0
+
+
+def _controlling_terminal() -> None:
+    """(In the child, after setsid: its stdout, the terminal, becomes its controlling one.)"""
+    fcntl.ioctl(1, termios.TIOCSCTTY, 0)
 
 
 class NettopSource:
@@ -56,11 +65,12 @@ class NettopSource:
         self._fd: int | None = None
         self._pending = ""  # text since the last whole sample's end
         self._conns: dict[int, sockdiag.Conn] = {}  # cookie -> its last counters
-        self._day = 0.0  # midnights crossed, in seconds, added to nettop's times
+        self._wanted: frozenset[bytes] = frozenset()  # the remotes last asked for
         #: when nettop read the counters last taken (its clock, seconds), None before
         self.sampled_at: float | None = None
         self._heard_at = 0.0  # our clock: when a whole sample last came
         self._stamped = 0.0  # our clock: when `sampled_at` last moved
+        self._raw = 0.0  # nettop's time of that sample (seconds since its midnight)
         self.overflows = 0  # (the reader's interface: nothing overflows here)
 
     @property
@@ -73,9 +83,13 @@ class NettopSource:
             return
         master, slave = os.openpty()
         try:
+            # the terminal is nettop's controlling one, in a session of its own: when our
+            # side closes — close(), or the agent killed outright — the kernel hangs it up
+            # and nettop gets SIGHUP (else, writing with printf, it would run on for ever)
             self._proc = subprocess.Popen(
                 self.command, stdin=subprocess.DEVNULL, stdout=slave,
-                stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
+                stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True,
+                preexec_fn=_controlling_terminal)
         except OSError:
             os.close(master)
             raise
@@ -86,6 +100,8 @@ class NettopSource:
 
     def close(self) -> None:
         proc, fd, self._proc, self._fd = self._proc, self._fd, None, None
+        if fd is not None:
+            os.close(fd)  # (first: its hangup ends nettop, which cannot then block on it)
         if proc is not None and proc.poll() is None:
             proc.terminate()  # (our own child, by its Popen)
             try:
@@ -93,9 +109,7 @@ class NettopSource:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        if fd is not None:
-            os.close(fd)
-        self._pending, self._conns, self._day = "", {}, 0.0
+        self._pending, self._conns = "", {}
         self.sampled_at = None
 
     def opens(self) -> int | None:
@@ -110,6 +124,8 @@ class NettopSource:
     def connections(self, wanted: frozenset[bytes] | None = None) -> list[sockdiag.Conn]:
         """The connections (to `wanted` remote addresses) with their counters in the last
         whole sample that showed them. OSError when nettop has exited or gone silent."""
+        if wanted is not None:
+            self._wanted = wanted
         self._take(self._drain())
         return [c for c in self._conns.values() if wanted is None or c.remote in wanted]
 
@@ -145,7 +161,7 @@ class NettopSource:
             if nettop.columns(line) is not None:
                 cut = at
             at += len(line) + 1
-        if cut is None:
+        if not cut:  # (none, or only the sample under way: nothing new is whole)
             if len(pending) > MAX_PENDING:
                 log.warning("nettop printed %d bytes without a header: dropped", len(pending))
                 pending = ""
@@ -155,31 +171,44 @@ class NettopSource:
             return
         whole, self._pending = pending[:cut], pending[cut:]
         samples = nettop.parse(whole)
-        if not samples:
-            return
         self._heard_at = self._clock()
         for sample in samples:
             for c in nettop.conns(sample):
                 self._conns.pop(c.cookie, None)  # (re-inserted: the newest last)
                 self._conns[c.cookie] = c
             self._stamp(sample)
-        while len(self._conns) > MAX_CONNECTIONS:
-            del self._conns[next(iter(self._conns))]
+        if len(self._conns) > MAX_CONNECTIONS:
+            # the least recently moved go, those to links' peers last: FlowBytes keeps
+            # counting from a connection's last counters here (nettop says nothing when one
+            # closes), and one forgotten and seen again would be counted whole again
+            over = len(self._conns) - MAX_CONNECTIONS
+            order = sorted(self._conns, key=lambda k: self._conns[k].remote in self._wanted)
+            for cookie in order[:over]:
+                del self._conns[cookie]
 
     def _stamp(self, sample: list[nettop.Flow]) -> None:
-        """`sampled_at` from the sample's rows; a sample without a timed row (no TCP
-        connection at all) is taken as read when it came."""
+        """`sampled_at` from the sample's rows: on by what nettop's times moved since the
+        last sample (across midnight too), unless that is no step forward or far more
+        than our own clock moved (its local clock set back or on: daylight saving, a time
+        zone, NTP), then by our own clock's step; a sample without a timed row (no TCP
+        connection at all) likewise."""
         now = self._clock()
         times = [f.at for f in sample if f.at is not None]
-        if not times:
-            if self.sampled_at is not None:
-                self.sampled_at += max(0.0, now - self._stamped)
-                self._stamped = now
+        raw = max(times) if times else None
+        if self.sampled_at is None:
+            if raw is not None:
+                self.sampled_at, self._raw, self._stamped = raw, raw, now
             return
-        t = max(times) + self._day
-        if self.sampled_at is not None and t < self.sampled_at - _DAY / 2:
-            self._day += _DAY  # (past midnight)
-            t += _DAY
-        if self.sampled_at is None or t > self.sampled_at:
-            self.sampled_at, self._stamped = t, now
-
+        ours = max(0.0, now - self._stamped)
+        if raw is None:
+            step = ours
+        else:
+            step = raw - self._raw
+            if step < -_DAY / 2:
+                step += _DAY  # (past midnight)
+            if step <= 0 or step > ours + JUMP_S:
+                step = ours if step != 0 else 0.0
+            self._raw = raw
+        if step > 0:
+            self.sampled_at += step
+            self._stamped = now
