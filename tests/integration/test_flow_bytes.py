@@ -359,3 +359,37 @@ def test_closing_messages_lost_to_a_full_buffer_are_logged(servers, monkeypatch,
         assert "not counted" in caplog.text
     finally:
         flows.stop()
+
+
+def test_a_connection_reset_and_closed_long_after_is_not_counted_twice():
+    """Reset by its peer, a connection leaves the kernel's table at once, but its socket
+    (and its destroy message) waits for its owner's close(): closed long after, the
+    message is that of a connection already counted, not a new one."""
+    import struct
+
+    (addr,) = _peer_addresses(1)
+    srv = socket.create_server((addr, 0))
+    me, pa = sockdiag.pack_address(LOCAL), sockdiag.pack_address(addr)
+    c = socket.create_connection(srv.getsockname(), timeout=10, source_address=(LOCAL, 0))
+    s, _ = srv.accept()
+    reader = FlowBytes()
+    try:
+        reader.read(frozenset({pa}), 0.0)  # (where the counting starts)
+        s.sendall(b"x" * MB)
+        got = 0
+        while got < MB:
+            got += len(c.recv(1 << 20))
+        _until(lambda: _read(reader, {pa}, (me, pa), 0) == MB)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()  # (a reset: c's connection leaves the table, its socket stays open)
+        for now in (2.0, 30.0, 100.0):
+            reader.read(frozenset({pa}), now)
+        c.close()  # ... until its owner closes it, 100 s on
+        for now in (101.0, 102.0):
+            threading.Event().wait(0.1)
+            reader.read(frozenset({pa}), now)
+        assert reader.totals[(me, pa)][0] == MB
+    finally:
+        for x in (c, s, srv):
+            x.close()
+        reader.close()

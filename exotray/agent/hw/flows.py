@@ -53,8 +53,12 @@ CARRYING_BYTES_PER_S = QueueParams().carrying_bytes_per_s
 #: connection counters are read for this long after the carrier was last carrying, so
 #: that a pause in a transfer does not lose the counters' baseline
 HOLD_S = 30.0
-#: a connection gone from the dumps is remembered this long for its destroy message
+#: a connection gone from the reads is remembered for its destroy message until one was
+#: lost (the destroy socket's buffer overflowed) and this long passed; else for
+#: FORGET_LONG_S: a connection reset by its peer leaves the kernel's table at once, but its
+#: destroy message waits for its owner's close(), which may come much later
 FORGET_S = 10.0
+FORGET_LONG_S = 3600.0
 #: the kernel's table is walked at least this often, whatever the count of opens says (a
 #: connection established in the same interval as an embryonic one failed leaves the
 #: count as it was): the longest a connection can go uncounted
@@ -79,9 +83,9 @@ class FlowBytes:
         self._walked_at = -math.inf
         #: reads that dumped the kernel's table, and reads that looked connections up
         self.dumps = self.lookups = 0
-        #: cookie -> when it was first missing from a read: gone, its destroy message on
-        #: its way (the kernel sends it from a work queue)
-        self._missing: dict[int, float] = {}
+        #: cookie -> when it was first missing from a read, and the destroy messages lost
+        #: by then: gone, its destroy message on its way (at its owner's close())
+        self._missing: dict[int, tuple[float, int]] = {}
         #: remote addresses whose connections are counted
         self.known: frozenset[bytes] = frozenset()
         #: (local, remote) -> [rx, tx] bytes since counted
@@ -131,10 +135,13 @@ class FlowBytes:
             self._seen[c.cookie] = c
             if c.remote not in new:
                 self._add(c, last)
-        # a connection gone with no destroy message for FORGET_S: its message was lost (a
-        # full buffer); forgotten
+        # a connection gone with no destroy message since messages were lost (a full
+        # buffer), for FORGET_S: its message was one of them; forgotten (and at the
+        # latest after FORGET_LONG_S: its owner never closed it)
+        lost = src.overflows
         for cookie in set(self._seen) - answered:
-            if now - self._missing.setdefault(cookie, now) > FORGET_S:
+            since, lost_then = self._missing.setdefault(cookie, (now, lost))
+            if (now - since > FORGET_S and lost > lost_then) or now - since > FORGET_LONG_S:
                 del self._seen[cookie], self._missing[cookie]
         at = getattr(src, "sampled_at", now)
         if at is None:
