@@ -393,3 +393,18 @@ def test_a_connection_reset_and_closed_long_after_is_not_counted_twice():
         for x in (c, s, srv):
             x.close()
         reader.close()
+
+
+def test_a_lookup_answered_gone_or_stale_is_no_connection_and_another_error_fails():
+    """ENOENT (gone), and ESTALE (a kernel before 4.5: the cookie no longer matches), are
+    answers with no connection; any other error is the reader's failure."""
+    import errno
+    import struct
+
+    def error(code: int) -> bytes:
+        body = struct.pack("=i", -code) + bytes(16)  # (the error, then the request's header)
+        return sockdiag._HDR.pack(16 + len(body), sockdiag.NLMSG_ERROR, 0, 1, 0) + body
+
+    assert sockdiag.parse_replies(error(errno.ENOENT) + error(errno.ESTALE)) == ([], 2)
+    with pytest.raises(OSError, match="EPERM"):
+        sockdiag.parse_replies(error(errno.EPERM))

@@ -54,9 +54,10 @@ _NO_FAMILY = (errno.ENOENT, errno.EINVAL, errno.EAFNOSUPPORT, errno.EOPNOTSUPP)
 #: the destroy socket's buffer: a message is ~0.5 KiB of buffer; what overflows is lost
 #: and counted (SockDiag.overflows)
 DESTROY_RCVBUF = 1 << 20
-#: lookup requests sent in one write: their answers (~0.4 KiB each) wait in the socket's
-#: buffer (~208 KiB by default) until read, and one that does not fit would be lost
-LOOKUP_BATCH = 128
+#: lookup requests sent in one write: their answers wait in the socket's buffer until
+#: read, each charged ~1.25 KiB of it (166 fit the default 208 KiB, kernel 6.18), and one
+#: that does not fit fails the read (ENOBUFS); the buffer is asked to be DESTROY_RCVBUF
+LOOKUP_BATCH = 64
 #: the namespace's TCP counters (tcp_opens)
 SNMP = "/proc/net/snmp"
 
@@ -194,7 +195,7 @@ def lookup_request(key: bytes, seq: int) -> bytes:
 
 def parse_replies(buf: memoryview | bytes) -> tuple[list[Conn], int]:
     """The connections in answers to lookup requests, and how many answers there were: a
-    connection gone (ENOENT) is an answer with none; a connection in TIME_WAIT, found
+    connection gone (ENOENT, ESTALE) is an answer with none; a connection in TIME_WAIT, found
     by its 4-tuple but holding no counters, one with none too (its destroy message has its
     last ones). OSError for another error."""
     out: list[Conn] = []
@@ -207,7 +208,8 @@ def parse_replies(buf: memoryview | bytes) -> tuple[list[Conn], int]:
         if type_ == NLMSG_ERROR:
             answers += 1
             code = struct.unpack_from("=i", buf, off + _HDR.size)[0]
-            if code and -code != errno.ENOENT:
+            if code and -code not in (errno.ENOENT, errno.ESTALE):  # (gone: a kernel
+                # before 4.5 said a cookie that no longer matches with ESTALE)
                 raise OSError(-code, f"sock_diag: {errno.errorcode.get(-code, code)}")
         elif type_ == SOCK_DIAG_BY_FAMILY:
             answers += 1
@@ -261,6 +263,7 @@ class SockDiag:
         dump = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG)
         try:
             dump.settimeout(1.0)  # (the kernel answers a dump at once; never hang a tick)
+            dump.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, DESTROY_RCVBUF)
             dump.bind((0, 0))
             destroyed = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG)
         except OSError:
