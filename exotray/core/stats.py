@@ -227,10 +227,12 @@ class RttWindow:
     def lost(self, at: float) -> None:
         self._insert(at, None)
 
-    def forget_lost_before(self, at: float) -> None:
-        """Drop the losses of probes sent before `at` (the link was not up then: its
-        peer not yet listening, or down, which the link's state says already)."""
-        kept = [s for s in self._samples if s[1] is not None or s[0] >= at]
+    def forget_lost_between(self, after: float | None, before: float) -> None:
+        """Drop the losses of probes sent after `after` (None: from the first) and before
+        `before`: the link was not up then (its peer not yet listening, or an outage,
+        which the link's state says already)."""
+        kept = [s for s in self._samples if s[1] is not None or s[0] >= before
+                or (after is not None and s[0] <= after)]
         if len(kept) != len(self._samples):
             self._samples = kept
             self._version += 1

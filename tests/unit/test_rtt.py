@@ -265,16 +265,19 @@ def test_rtt_summary_kept_until_a_sample_leaves_or_arrives() -> None:
         assert got.last_ms == want.last_ms
 
 
-def test_losses_sent_before_a_link_came_up_can_be_forgotten() -> None:
-    """Losses of probes sent before `at` go; replies, and losses from `at` on, stay."""
+def test_losses_sent_in_an_outage_can_be_forgotten() -> None:
+    """Losses of probes sent in (after, before) go; replies, and losses outside, stay."""
     w = RttWindow(window_s=10.0)
     for t in (1.0, 2.0, 3.0):
         w.lost(t)
     w.reply(4.0, 1.0)
     assert w.summary(5.0).loss == pytest.approx(0.75)  # (the summary kept from here ...)
-    w.forget_lost_before(4.0)
+    w.forget_lost_between(None, 4.0)
     assert w.summary(5.0).loss == 0.0  # (... is computed again)
     w.lost(5.0)
-    w.forget_lost_before(4.0)
-    s = w.summary(6.0)
-    assert (s.loss, s.sent, s.received) == (0.5, 2, 1)
+    w.lost(6.0)
+    w.lost(7.0)
+    w.reply(8.0, 1.0)
+    w.forget_lost_between(5.0, 8.0)  # (5.0 itself, the last answered's time, stays)
+    s = w.summary(9.0)
+    assert (s.loss, s.sent, s.received) == (pytest.approx(1 / 3), 3, 2)

@@ -61,26 +61,29 @@ def test_probes_older_than_the_answered_one_do_not_take_the_link_down():
 
 
 def test_loss_after_a_link_comes_back_counts_only_what_it_lost_while_up():
-    """Up, then down (its probes unanswered: loss, while it is down), then up again: from
-    the first reply on, the probes lost while it was down are the outage its state said,
-    not loss; a probe lost after it came back is."""
+    """Up (losing one probe in three), then down (its probes unanswered: loss, while it is
+    down), then up again: from the first reply on, the probes lost in the outage are the
+    outage its state said, not loss; those lost while it was up before, and a probe lost
+    after it came back, are."""
     async def main():
         _table, prober, link = held_prober(9, timeout_s=TIMEOUT_S, down_after_s=DOWN_AFTER_S)
         try:
             t = time.monotonic()
+            prober.on_reply(link.target, t - 9.5, 1.0)
+            prober.on_lost(link.target, t - 9.2)
             prober.on_reply(link.target, t - 9.0, 1.0)
             assert link.up
             for k in range(4):  # ... then nothing answers: down
                 prober.on_lost(link.target, t - 8.0 + k)
             prober.table.update_liveness(t + 1.0)
-            assert not link.up and link.rtt.summary(t).loss == 0.8
+            assert not link.up and link.rtt.summary(t).loss == pytest.approx(5 / 7)
             prober.on_reply(link.target, t - 3.0, 1.0)  # back
-            assert link.up and link.rtt.summary(t).loss == 0.0
+            assert link.up and link.rtt.summary(t).loss == pytest.approx(1 / 4)
+            prober.on_lost(link.target, t - 6.5)  # (one of the outage's, resolved late)
             prober.on_lost(link.target, t - 2.0)
             return link.rtt.summary(t)
         finally:
             prober.close()
 
     s = asyncio.run(main())
-    # (the first reply, 9 s ago, is still in the 10 s window)
-    assert (s.sent, s.received) == (3, 2) and s.loss == pytest.approx(1 / 3)
+    assert (s.sent, s.received) == (5, 3) and s.loss == pytest.approx(2 / 5)
