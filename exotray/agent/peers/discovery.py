@@ -250,9 +250,9 @@ class Discovery:
         """(Called by the logging handler, in whichever thread logged: the problem is
         made on the loop's, where the state it reads changes.)"""
         loop = self._loop
-        if (loop is not None and threading.get_ident() != self._loop_thread
-                and not loop.is_closed()):
-            loop.call_soon_threadsafe(self._send_refused, why)
+        if loop is not None and threading.get_ident() != self._loop_thread:
+            with contextlib.suppress(RuntimeError):  # (a loop closed meanwhile: too late)
+                loop.call_soon_threadsafe(self._send_refused, why)
             return
         if self.sends_refused is None:
             self.sends_refused = why
