@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from math import copysign
 from operator import call
@@ -260,26 +260,26 @@ class Ring:
         names = self._names[i]
         return [names[c] for c in part]
 
-    def _span(self, i: int, a: int, b: int) -> list:
-        """Column i's values in the stored rows a..b-1."""
-        out: list = []
-        size = self._block
-        while a < b:
-            k, j = divmod(a, size)
-            e = min(size, j + b - a)
-            out += self._decode(i, k, j, e)
-            a += e - j
-        return out
+    def _pieces(self, lo: int, hi: int) -> Iterator[tuple[int, int, int]]:
+        """Rows lo..hi-1, counted from the oldest, as (block, first row, end) in it, in
+        order: across the wrap point, the stored rows from the head on, then from 0."""
+        h, n, size = self._head, self._n, self._block
+        a, b = h + lo, h + hi
+        spans = ([(a, b)] if b <= n else [(a - n, b - n)] if a >= n
+                 else [(a, n), (0, b - n)])
+        for a, b in spans:
+            while a < b:
+                k, j = divmod(a, size)
+                e = min(size, j + b - a)
+                yield k, j, e
+                a += e - j
 
     def _column(self, i: int, lo: int, hi: int) -> list:
         """Column i's values of rows lo..hi-1, counted from the oldest."""
-        h, n = self._head, self._n
-        a, b = h + lo, h + hi
-        if b <= n:
-            return self._span(i, a, b)
-        if a >= n:
-            return self._span(i, a - n, b - n)
-        return self._span(i, a, n) + self._span(i, 0, b - n)
+        out: list = []
+        for k, j, e in self._pieces(lo, hi):
+            out += self._decode(i, k, j, e)
+        return out
 
     def _newest_index(self) -> int:
         return (self._head - 1) % self._n if self._n == self._maxlen else self._n - 1
@@ -332,23 +332,10 @@ class Ring:
     def _raw_column(self, i: int, lo: int, hi: int) -> list[tuple]:
         """Column i's rows lo..hi-1 (from the oldest) as stored: (array slice, n) or
         ((constant,), n) pieces."""
-        h, n = self._head, self._n
-        a, b = h + lo, h + hi
-        if b <= n:
-            return self._raw(i, a, b)
-        if a >= n:
-            return self._raw(i, a - n, b - n)
-        return self._raw(i, a, n) + self._raw(i, 0, b - n)
-
-    def _raw(self, i: int, a: int, b: int) -> list[tuple]:
         out = []
-        size = self._block
-        while a < b:
-            k, j = divmod(a, size)
-            e = min(size, j + b - a)
+        for k, j, e in self._pieces(lo, hi):
             blk = self._blocks[i][k]
             out.append((blk if blk.__class__ is tuple else blk[j:e], e - j))
-            a += e - j
         return out
 
     def _block_of(self, i: int, part: list[tuple], rows: int) -> array | tuple:
