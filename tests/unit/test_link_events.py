@@ -125,6 +125,9 @@ def test_a_link_through_a_flapping_cable_is_not_told_flapping_once_more():
         c.answering["tb"] = True
         c.run(4)
     assert "link_flapping" not in c.kinds()
+    # its down told before its cable's flapping is not left without its return
+    assert [k for k, f in c.events if f["link_id"] == c.tb.id][-2:] == ["link_down",
+                                                                       "link_up"]
     c.run(ChangeParams().flap_quiet_s + 2)
     assert "link_flapping_cleared" not in c.kinds()
     for _ in range(3):
@@ -133,6 +136,28 @@ def test_a_link_through_a_flapping_cable_is_not_told_flapping_once_more():
         c.answering["wifi"] = True
         c.run(4)
     assert [f["local_interface"] for k, f in c.events if k == "link_flapping"] == ["en0"]
+
+
+def test_a_link_that_flaps_on_once_its_cable_is_steady_is_told_then():
+    """Its cable's flapping told instead of its own, the link goes on flapping after the
+    cable steadied: told at its next change, and cleared in its turn."""
+    c = Cluster()
+    carrier = {"flapping": True}
+    c.ev.carrier_flapping = lambda name: name == "bridge0" and carrier["flapping"]
+    c.run(5)
+    for _ in range(4):
+        c.answering["tb"] = False
+        c.run(4)
+        c.answering["tb"] = True
+        c.run(4)
+    assert "link_flapping" not in c.kinds()
+    carrier["flapping"] = False  # (the cable's own carrier is steady: yet the link flaps)
+    c.answering["tb"] = False
+    c.run(4)
+    assert c.kinds()[-1] == "link_flapping" and c.events[-1][1]["link_id"] == c.tb.id
+    c.answering["tb"] = True
+    c.run(ChangeParams().flap_quiet_s + 2)
+    assert c.kinds()[-1] == "link_flapping_cleared"
 
 
 def test_a_path_that_got_slower_is_told_after_30_s_and_cleared_when_back():

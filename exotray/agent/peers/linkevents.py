@@ -7,9 +7,11 @@
   and a link that comes up with its peer is `peer_up`'s.
 * `link_flapping` / `link_flapping_cleared`: a link that went down and came back three
   times within ten minutes, whether or not its peer went with it; while it flaps its
-  link_down and link_up are not told one by one. Not told of a link whose interface's
-  carrier is flapping then: that interface's own link_flapping (hw/monitor.py) names the
-  cable, once, not once more per peer behind it.
+  link_down and link_up are not told one by one. Not told of a link while its
+  interface's carrier is flapping: that interface's own link_flapping (hw/monitor.py)
+  names the cable, once, not once more per peer behind it (a link_down told before is
+  followed by its link_up); told at the link's next change if it flaps on once the cable
+  is steady.
 * `link_slower` / `link_slower_cleared`: its idle RTT rose threefold (and by 1 ms) and
   stayed so for 30 s (core/linkchanges.py).
 * `mtu_mismatch` / `mtu_mismatch_cleared`: frames of its interface's MTU stopped
@@ -84,7 +86,9 @@ class LinkEvents:
             return
         siblings = [s for s in siblings if s is not link]
         flaps = self.flaps_of(link.id)
-        if flaps.change(now, link.up) and not self.carrier_flapping(link.local_interface):
+        flaps.change(now, link.up)
+        if flaps.flapping and link.id not in self.flap_told and not self.carrier_flapping(
+                link.local_interface):  # (its start, or its first change on a steady cable)
             self.flap_told.add(link.id)
             self._tell("link_flapping", link, now, changes=flaps.cycles(now),
                        window_s=flaps.params.flap_window_s)
@@ -93,6 +97,11 @@ class LinkEvents:
                 self.said_down.pop(lk.id, None)
             return
         if flaps.flapping:
+            if (link.up and link.id not in self.flap_told
+                    and self.said_down.pop(link.id, None) is not None):
+                # (its cable's flapping told instead of its own: its down told before
+                # that is not left without its return)
+                self._tell("link_up", link, now, rtt_ms=r(_median(link, now)))
             return
         if not link.up:
             up = [s for s in siblings if s.up]
