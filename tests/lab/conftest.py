@@ -33,19 +33,11 @@ def _stale_lab() -> None:
 
 @pytest.fixture
 def lab3(tmp_path) -> Iterator[tuple[netlab.Lab, Agents]]:
-    with netlab.Lab(3) as lab:
-        agents = Agents(lab, tmp_path)
-        try:
-            yield lab, agents
-        finally:
-            agents.close()
+    with netlab.lab_with_agents(tmp_path, 3) as both:
+        yield both
 
 
 @pytest.fixture
 def lab2(tmp_path) -> Iterator[tuple[netlab.Lab, Agents]]:
-    with netlab.Lab(2) as lab:
-        agents = Agents(lab, tmp_path)
-        try:
-            yield lab, agents
-        finally:
-            agents.close()
+    with netlab.lab_with_agents(tmp_path, 2) as both:
+        yield both

@@ -21,6 +21,8 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -492,3 +494,16 @@ class Agents:
     def close(self) -> None:
         for a in self.all:
             a.close()
+
+
+@contextmanager
+def lab_with_agents(tmp_path: Path, n: int, net: int | None = None,
+                    ) -> Iterator[tuple[Lab, Agents]]:
+    """A lab of `n` hosts (on 10.213.`net`.0/24 when given: a suite's own subnets, so that
+    labs can run side by side) and its agents, all closed at the end."""
+    with Lab(n, net=net) as lab:
+        agents = Agents(lab, tmp_path)
+        try:
+            yield lab, agents
+        finally:
+            agents.close()

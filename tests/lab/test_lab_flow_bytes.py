@@ -47,12 +47,8 @@ for _ in range(20):
 @pytest.fixture
 def flab(tmp_path):
     # this suite's own addresses: 10.213.150.0/24 .. 10.213.159.0/24
-    with netlab.Lab(3, net=150 + 2 * secrets.randbelow(5)) as lab:
-        agents = netlab.Agents(lab, tmp_path)
-        try:
-            yield lab, agents
-        finally:
-            agents.close()
+    with netlab.lab_with_agents(tmp_path, 3, net=150 + 2 * secrets.randbelow(5)) as both:
+        yield both
 
 
 def _links(agent) -> dict[str, dict]:

@@ -24,12 +24,8 @@ PORT = 52480
 @pytest.fixture
 def qlab(tmp_path):
     # this suite's own addresses: 10.213.130.0/24 .. 10.213.139.0/24
-    with netlab.Lab(2, net=130 + 2 * secrets.randbelow(5)) as lab:
-        agents = netlab.Agents(lab, tmp_path)
-        try:
-            yield lab, agents
-        finally:
-            agents.close()
+    with netlab.lab_with_agents(tmp_path, 2, net=130 + 2 * secrets.randbelow(5)) as both:
+        yield both
 
 
 def _link(agent, addr: str) -> dict | None:
