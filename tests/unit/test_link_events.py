@@ -117,7 +117,7 @@ def test_a_link_through_a_flapping_cable_is_not_told_flapping_once_more():
     the links behind it flap with it, and are not told again, one per peer; nor their
     clear. A link whose interface is steady still is."""
     c = Cluster()
-    c.ev.carrier_flapping = lambda name: name == "bridge0"
+    c.ev.carrier_flapping = lambda name, _peer: name == "bridge0"
     c.run(5)
     for _ in range(5):
         c.answering["tb"] = False
@@ -143,7 +143,7 @@ def test_a_link_that_flaps_on_once_its_cable_is_steady_is_told_then():
     cable steadied: told at its next change, and cleared in its turn."""
     c = Cluster()
     carrier = {"flapping": True}
-    c.ev.carrier_flapping = lambda name: name == "bridge0" and carrier["flapping"]
+    c.ev.carrier_flapping = lambda name, _peer: name == "bridge0" and carrier["flapping"]
     c.run(5)
     for _ in range(4):
         c.answering["tb"] = False

@@ -89,3 +89,29 @@ def test_an_adapter_unplugged_and_plugged_again_is_a_carrier_change():
         m.update({"bridge0": BR}, t)
     assert said == ["link_flapping"]
     assert m.carrier_changes(m.ifaces["bridge0"]) == 6
+
+
+def test_a_bridge_members_flapping_cable_is_the_carrier_of_the_links_it_reaches(monkeypatch):
+    """A Thunderbolt port under bridge0 flaps while the bridge stays up: the carrier of
+    the link to the peer behind that port is flapping (its links are then not told
+    flapping once more: peers/linkevents.py); a link to a peer behind another port not."""
+    from exotray.agent.hw.hardware import Hardware
+    from exotray.agent.hw.read import NoReader
+
+    en2 = NicInfo("en2", True, None, (), (), multicast=True)
+    m = InterfaceMonitor(Settings(), InterfaceClassifier(platform="linux",
+                                                         sysfs_root="/nonexistent"), 1.0,
+                         Hardware(NoReader(), lambda kind, **f: None))
+    # (which member reaches which peer: the bridge readers' answer, tested on their own)
+    monkeypatch.setattr(m.hardware, "member", lambda name, peer, _now=None: {
+        "169.254.9.2": "en2"}.get(peer))
+    t = 0.0
+    m.update({"bridge0": BR, "en2": en2}, t)
+    for _ in range(3):
+        t += 20
+        m.update({"bridge0": BR, "en2": replace(en2, up=False)}, t)
+        t += 20
+        m.update({"bridge0": BR, "en2": en2}, t)
+    assert not m.carrier_flapping("bridge0")
+    assert m.carrier_flapping("bridge0", "169.254.9.2")
+    assert not m.carrier_flapping("bridge0", "169.254.9.3")

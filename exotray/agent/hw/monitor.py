@@ -169,10 +169,12 @@ class InterfaceMonitor:
         """The interface's downs and ups within the last `span_s` (as of the last list)."""
         return st.flaps.count(self._now, span_s)
 
-    def carrier_flapping(self, name: str | None) -> bool:
-        """Whether interface `name`'s carrier is flapping (its link_flapping was told)."""
-        st = self.ifaces.get(name) if name is not None else None
-        return st is not None and st.flaps.flapping
+    def carrier_flapping(self, name: str | None, peer: str | None = None) -> bool:
+        """Whether the carrier of a link to `peer` via `name` is flapping (its own
+        link_flapping told): `name`'s, or that of its bridge member that reaches `peer`
+        (a Thunderbolt port under bridge0, whose cable flaps while the bridge stays up)."""
+        return any((st := self.ifaces.get(n)) is not None and st.flaps.flapping
+                   for n in {name, self.carrier(name, peer)} if n is not None)
 
     def _carrier_changed(self, st: IfaceState, up: bool, label: str, now: float) -> None:
         """An interface lost or got back its carrier (or was set down or up): a third

@@ -45,12 +45,14 @@ MAX_WATCHED = 2048
 class LinkEvents:
     def __init__(self, emit: Callable[..., Any], wall: Callable[[float], float],
                  label: Callable[[str | None], str | None], node: Callable[[], str],
-                 carrier_flapping: Callable[[str | None], bool] = lambda _: False) -> None:
+                 carrier_flapping: Callable[[str | None, str | None], bool] = (
+                     lambda _iface, _peer: False)) -> None:
         self.emit = emit
         self.wall = wall
         self.label = label
         self.node = node
-        #: whether a local interface's carrier is flapping (its own link_flapping told)
+        #: whether the carrier of a link (its interface, peer address) is flapping (its
+        #: own link_flapping told: hw/monitor.py)
         self.carrier_flapping = carrier_flapping
         #: link ids whose link_flapping was told (their clear is told; the others' not)
         self.flap_told: set[str] = set()
@@ -88,7 +90,8 @@ class LinkEvents:
         flaps = self.flaps_of(link.id)
         flaps.change(now, link.up)
         if flaps.flapping and link.id not in self.flap_told and not self.carrier_flapping(
-                link.local_interface):  # (its start, or its first change on a steady cable)
+                link.local_interface, link.target[0]):  # (its start, or its first change on
+            # a steady cable)
             self.flap_told.add(link.id)
             self._tell("link_flapping", link, now, changes=flaps.cycles(now),
                        window_s=flaps.params.flap_window_s)
