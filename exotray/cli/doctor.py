@@ -24,24 +24,17 @@ _COLOURS = {"fail": "\033[31m", "warn": "\033[33m", "pass": "\033[32m"}
 _WORDS = {"fail": "FAIL", "warn": "warn", "pass": "ok"}
 
 
-#: no agent answered, or it could not answer (the message says where and what to do);
-#: reads of the agent as every other command's: a busy agent's 503 tried again after its
-#: Retry-After
-NoAgent = AgentUnavailable
-_get = fetch
-
-
 def read(args: argparse.Namespace, now: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The cluster view and this node's events of the last day (from its database; where
     that read fails, the last ones it keeps in memory)."""
-    cluster = _get(args, "/v1/cluster")
+    cluster = fetch(args, "/v1/cluster")
     try:
-        events = _get(args, "/v1/events", since=f"{now - doctor.PAST_S:.3f}",
+        events = fetch(args, "/v1/events", since=f"{now - doctor.PAST_S:.3f}",
                       until=f"{now + 60:.3f}", limit=EVENTS_LIMIT)["events"]
-    except NoAgent:
-        events = _get(args, "/v1/events", after=0)["events"]
+    except AgentUnavailable:
+        events = fetch(args, "/v1/events", after=0)["events"]
     from exotray.cli.doctor_history import attach  # (the loss check's last 24 h)
-    attach(cluster, now, lambda **p: _get(args, "/v1/history", **p))
+    attach(cluster, now, lambda **p: fetch(args, "/v1/history", **p))
     return cluster, events
 
 
@@ -75,7 +68,7 @@ def _active(args: argparse.Namespace, cluster: dict[str, Any],
         return checks
     # the measured capacity is in the agent's view from its next snapshot on
     deadline = time.monotonic() + doctor_active.SETTLE_S
-    while (not doctor_active.settled(_get(args, "/v1/cluster"), kept)
+    while (not doctor_active.settled(fetch(args, "/v1/cluster"), kept)
            and time.monotonic() < deadline):
         time.sleep(0.25)
     now = time.time()
@@ -96,7 +89,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             if isinstance(got, int):
                 return got
             checks = got
-    except NoAgent as e:
+    except AgentUnavailable as e:
         print(str(e), file=sys.stderr)
         return EXIT_NO_AGENT
     try:

@@ -112,9 +112,12 @@ class Tray(QObject):
         the menu's count of failing checks."""
         horizon = time.time() - doctor.PAST_S
         # the day's read and the poll overlap (and the day is read again at each attach):
-        # an event held twice would leave its first raise open, "still on", in the checks
-        held = {e.get("seq") for e in self.events}
-        fresh = [e for e in events if e.get("seq") is None or e.get("seq") not in held]
+        # an event held twice would leave its first raise open, "still on", in the checks.
+        # Known by (seq, at), as the timeline knows them: without a database an agent's
+        # seq starts again at 1 when it restarts
+        held = {(e.get("seq"), e.get("at")) for e in self.events}
+        fresh = [e for e in events
+                 if e.get("seq") is None or (e.get("seq"), e.get("at")) not in held]
         self.events = [e for e in [*self.events, *fresh]
                        if (event_time(e) or horizon) >= horizon][-MAX_EVENTS:]
 
