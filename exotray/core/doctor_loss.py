@@ -39,7 +39,7 @@ SHOWN = 3
 HISTORY_POINTS = int(PAST_S / 60.0) + 1 + 200
 HISTORY_COLUMNS = "loss,state"
 #: what is kept of an answer
-KEPT = ("tier", "step_s", "interval_s", "t", "loss", "loss_max", "state")
+KEPT = ("tier", "step_s", "interval_s", "until", "t", "loss", "loss_max", "state")
 #: links of this node whose day is read at most (a node with more: the rest said unread)
 MAX_LINKS = 32
 
@@ -79,7 +79,12 @@ class Episode:
 
 def episodes(rows: dict[str, Any], now: float) -> list[Episode]:
     """The stretches of sustained loss in one link's history rows (`t`, `loss`, and where
-    given `loss_max`, `state`, `step_s`, `interval_s`), oldest first."""
+    given `loss_max`, `state`, `step_s`, `interval_s`), oldest first. Whether the newest
+    goes on is judged at the answer's `until` (when it was read: the tray reads a link's
+    day every few minutes), not at `now`."""
+    until = rows.get("until")
+    if isinstance(until, int | float) and until < now:
+        now = until
     t = rows.get("t") or []
     loss = rows.get("loss")
     if not t or not isinstance(loss, list) or len(loss) != len(t):

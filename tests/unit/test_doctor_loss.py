@@ -106,6 +106,22 @@ def test_loss_that_goes_on_fails_and_says_since_when(tmp_path):
                          f"{hhmm(NOW - 600)} (10 min).")
 
 
+def test_loss_still_on_when_read_stays_on_until_read_again(tmp_path):
+    """The tray reads a link's day every few minutes: a stretch going on when the day was
+    read (its answer's `until`) is still on for the checks run until the next read, not
+    taken for ended when its newest row grows older than two buckets."""
+    read_at = NOW - 200
+    db = HistoryDB(tmp_path / "history.db", 30 * 86400.0)
+    try:
+        db.write(read_at, _rows(read_at - 600, 600, 0.2), [])
+        got = db.query("link", "ab", read_at - 86400, read_at, HISTORY_POINTS, read_at)
+    finally:
+        db.close()
+    history = {"links": {"ab": {**got, "interval_s": 1.0, "until": read_at}}, "unread": []}
+    c = check(history)
+    assert c.status == "fail" and "still on" in c.summary, c.summary
+
+
 def test_an_outage_is_not_loss_and_ends_a_stretch(tmp_path):
     c = check(recorded(tmp_path, (NOW - 4 * HOUR, 600, 1.0, "down")))
     assert c.status == "pass", c.summary
