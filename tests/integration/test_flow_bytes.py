@@ -341,7 +341,7 @@ if __name__ == "__main__" and sys.argv[1:] == ["--in-own-namespace"]:
 def test_closing_messages_lost_to_a_full_buffer_are_logged(servers, monkeypatch, caplog):
     """The kernel's closing messages wait in a buffer until the next read; when more
     connections close between two reads than it holds, their last bytes are lost: said
-    in the log, once and then at the 10th, 100th... time, not silently."""
+    in the log, once and then at most once a minute with a count, not silently."""
     monkeypatch.setattr(sockdiag, "DESTROY_RCVBUF", 1)  # (the kernel's least: ~2 KiB)
     caplog.set_level("WARNING", "exotray.agent.hw.monitor")
     a, b = _peer_addresses(2)
@@ -357,6 +357,19 @@ def test_closing_messages_lost_to_a_full_buffer_are_logged(servers, monkeypatch,
                or flows.reader.source.overflows > 0)
         assert caplog.text.count("overflowed") == 1
         assert "not counted" in caplog.text
+        lost = flows.reader.source.overflows
+
+        def more(now: float) -> bool:  # (more overflows, read at `now`)
+            for _ in range(40):
+                _upload(sa.address, 1000)
+            flows.tick(now, links, lambda _: True)
+            return flows.reader.source.overflows > lost
+
+        _until(lambda: more(2.0))  # within the minute: not said again
+        assert caplog.text.count("overflowed") == 1
+        lost = flows.reader.source.overflows
+        _until(lambda: more(100.0))  # a minute on: said again, with the count between
+        assert caplog.text.count("overflowed") == 2 and "more since last report" in caplog.text
     finally:
         flows.stop()
 
@@ -408,3 +421,22 @@ def test_a_lookup_answered_gone_or_stale_is_no_connection_and_another_error_fail
     assert sockdiag.parse_replies(error(errno.ENOENT) + error(errno.ESTALE)) == ([], 2)
     with pytest.raises(OSError, match="EPERM"):
         sockdiag.parse_replies(error(errno.EPERM))
+
+
+def test_a_remote_no_longer_wanted_is_forgotten_with_its_connections(servers):
+    """A peer whose carrier is no longer read leaves nothing behind: its connections are
+    not carried, read after read, for the hour a missing one is kept."""
+    a, b = _peer_addresses(2)
+    sb = servers(b)
+    pa, pb = sockdiag.pack_address(a), sockdiag.pack_address(b)
+    c = socket.create_connection(sb.address, timeout=10, source_address=(LOCAL, 0))
+    reader = FlowBytes()
+    try:
+        reader.read(frozenset({pa, pb}), 0.0)
+        assert any(x.remote == pb for x in reader._seen.values())
+        reader.read(frozenset({pa}), 1.0)
+        assert not any(x.remote == pb for x in reader._seen.values())
+        assert not reader._missing
+    finally:
+        c.close()
+        reader.close()

@@ -40,6 +40,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+from exotray.agent.base.throttle import Throttled
 from exotray.agent.hw import sockdiag
 from exotray.agent.hw.nettop_source import NettopSource
 from exotray.core.queueing import QueueParams
@@ -149,6 +150,9 @@ class FlowBytes:
         self.at, self.known = at, wanted
         for pair in [p for p in self.totals if p[1] not in wanted]:
             del self.totals[pair]
+        for cookie in [k for k, c in self._seen.items() if c.remote not in wanted]:
+            del self._seen[cookie]  # (a remote wanted again starts from where it stands)
+            self._missing.pop(cookie, None)
 
     def _add(self, c: sockdiag.Conn, last: sockdiag.Conn | None) -> None:
         """What connection `c` carried since `last` (it then; None, or counters lower
@@ -187,7 +191,10 @@ class Flows:
         self._carrying: dict[str, float] = {}  # carrier -> when it last carried
         self._last: tuple[float, dict[Pair, tuple[int, int]]] | None = None
         self._failed = False
-        self._overflows_told = 0
+        self._overflows = 0  # (the source's count, as last seen)
+        self._now = 0.0
+        #: once, then at most once a minute with a count (base/throttle.py)
+        self._said = Throttled(lambda: self._now, logger=log)
 
     def source(self, link_id: str) -> str | None:
         return self.name if link_id in self.rates else None
@@ -225,12 +232,13 @@ class Flows:
             self._failed = True
             self.stop()
             return
-        lost, told = self.reader.source.overflows, self._overflows_told
-        if lost > told and (told == 0 or len(str(lost)) > len(str(told))):  # 1st, 10th...
-            log.warning("own bytes: the kernel's closing messages overflowed our buffer "
-                        "(%d times so far): the last bytes of connections that closed "
-                        "then are not counted", lost)
-        self._overflows_told = lost
+        lost = self.reader.source.overflows
+        if lost > self._overflows:
+            self._overflows, self._now = lost, now
+            self._said("flow-overflow", logging.WARNING,
+                       "own bytes: the kernel's closing messages overflowed our buffer "
+                       "(%d times so far): the last bytes of connections that closed then "
+                       "are not counted", lost)
         at = self.reader.at
         if at is None or (self._last is not None and at <= self._last[0]):
             return  # (no counters newer than the last: nettop's next sample not yet whole)

@@ -200,11 +200,6 @@ def parse_ndp(text: object) -> list[NdpEntry]:
     return entries
 
 
-def ndp_mac(text: object, ip: str, interface: str) -> str | None:
-    """The unicast MAC that ``ndp -an`` output gives for IPv6 ``ip`` on ``interface``."""
-    return unicast_macs(parse_ndp(text)).get((ip, interface))
-
-
 def _peer_address(peer_ip: object) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """A peer's address as a link names it (``fe80::1%bridge0`` too: the zone goes)."""
     try:

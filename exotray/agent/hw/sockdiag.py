@@ -54,9 +54,11 @@ _NO_FAMILY = (errno.ENOENT, errno.EINVAL, errno.EAFNOSUPPORT, errno.EOPNOTSUPP)
 #: the destroy socket's buffer: a message is ~0.5 KiB of buffer; what overflows is lost
 #: and counted (SockDiag.overflows)
 DESTROY_RCVBUF = 1 << 20
+#: the dump socket's buffer, where a batch of lookups' answers waits (LOOKUP_BATCH)
+DIAG_RCVBUF = 1 << 20
 #: lookup requests sent in one write: their answers wait in the socket's buffer until
 #: read, each charged ~1.25 KiB of it (166 fit the default 208 KiB, kernel 6.18), and one
-#: that does not fit fails the read (ENOBUFS); the buffer is asked to be DESTROY_RCVBUF
+#: that does not fit fails the read (ENOBUFS); the buffer is asked to be DIAG_RCVBUF
 LOOKUP_BATCH = 64
 #: the namespace's TCP counters (tcp_opens)
 SNMP = "/proc/net/snmp"
@@ -263,7 +265,7 @@ class SockDiag:
         dump = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG)
         try:
             dump.settimeout(1.0)  # (the kernel answers a dump at once; never hang a tick)
-            dump.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, DESTROY_RCVBUF)
+            dump.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, DIAG_RCVBUF)
             dump.bind((0, 0))
             destroyed = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG)
         except OSError:
