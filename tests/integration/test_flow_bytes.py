@@ -440,3 +440,29 @@ def test_a_remote_no_longer_wanted_is_forgotten_with_its_connections(servers):
     finally:
         c.close()
         reader.close()
+
+
+def test_the_kernel_fills_in_only_the_wanted_peers_connections(servers):
+    """The dump's filter runs in the kernel: another peer's connection, open at the same
+    time, is not in the answer at all (read without the Python-side filter)."""
+    a, b = _peer_addresses(2)
+    sa, sb = servers(a), servers(b)
+    pa, pb = sockdiag.pack_address(a), sockdiag.pack_address(b)
+    ca = socket.create_connection(sa.address, timeout=10, source_address=(LOCAL, 0))
+    cb = socket.create_connection(sb.address, timeout=10, source_address=(LOCAL, 0))
+    diag = sockdiag.SockDiag()
+    diag.open()
+    try:
+        diag._dump.send(sockdiag.dump_request(None, 1, frozenset({pa})))
+        buf, got = bytearray(1 << 16), []
+        while True:
+            n = diag._dump.recv_into(buf)
+            conns, done = sockdiag.parse(memoryview(buf)[:n])  # (no `wanted`: all it says)
+            got += conns
+            if done:
+                break
+        assert {c.remote for c in got} == {pa}
+    finally:
+        for x in (ca, cb):
+            x.close()
+        diag.close()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from exotray.agent.hw import nettop_source
+from exotray.agent.hw import flows, nettop_source
 from exotray.agent.hw.flows import FlowBytes, FlowLink, Flows
 from exotray.agent.hw.nettop_source import NettopSource
 
@@ -156,6 +156,31 @@ def test_a_connection_left_out_of_a_sample_is_not_counted_twice(stand):
     reader.close()
 
 
+def test_a_connection_left_out_before_its_peer_was_wanted_starts_where_it_stood(stand):
+    """nettop's source remembers what a sample left out: a connection to a peer not yet
+    read, left out of the samples since, then its peer read, then it moves: only what it
+    carried since the peer was first read is counted (the source's memory, not
+    FlowBytes', knows where it stood)."""
+    reader = FlowBytes(stand.source)
+    pb = _packed(B)
+    stand.say(sample(10.0, [(501, 50000, A, 0, 0), (502, 50001, B, 0, 5 * MB)])
+              + HEADER + "\n")
+    _counted(stand, reader, 10.0)  # (only A wanted)
+    stand.say(sample(11.0, [(501, 50000, A, 0, 0)])[len(HEADER) + 1:] + HEADER + "\n")
+    _counted(stand, reader, 11.0)
+
+    def read(upto: float) -> int:
+        _until(lambda: reader.read(frozenset({_packed(A), pb}), 0.0)
+               or stand.source.sampled_at == upto)
+        return reader.totals.get((_packed(ME), pb), [0, 0])[1]
+
+    assert read(11.0) == 0  # B wanted: where its connection stands is noted
+    stand.say(sample(12.0, [(502, 50001, B, 0, 5 * MB + 300)])[len(HEADER) + 1:]
+              + HEADER + "\n")
+    assert read(12.0) == 300
+    reader.close()
+
+
 def test_nettops_times_run_on_past_midnight(stand):
     stand.source.open()
     stand.say(sample(86399.5, [(501, 50000, A, 0, 0)]) + HEADER + "\n")
@@ -228,9 +253,10 @@ def test_nettops_clock_set_back_or_on_moves_the_samples_by_ours(stand):
 
 
 def test_the_connections_to_the_links_peers_are_the_last_forgotten(stand, monkeypatch):
-    """Over MAX_CONNECTIONS the least recently moved go, but not a link's peer's: forgotten
-    and seen again it would be counted whole again."""
-    monkeypatch.setattr(nettop_source, "MAX_CONNECTIONS", 3)
+    """Over MAX_CONNECTIONS the least recently moved go, but not a link's peer's: idle
+    longer than FlowBytes keeps a missing one (FORGET_LONG_S), forgotten by both and seen
+    again, it would be counted whole again."""
+    monkeypatch.setattr(nettop_source, "MAX_CONNECTIONS", 4)
     reader = FlowBytes(stand.source)
     stand.say(sample(10.0, [(501, 50000, A, 0, MB)]) + HEADER + "\n")
     _counted(stand, reader, 10.0)
@@ -238,10 +264,11 @@ def test_the_connections_to_the_links_peers_are_the_last_forgotten(stand, monkey
     stand.say(sample(11.0, others)[len(HEADER) + 1:] + HEADER + "\n")
     assert _counted(stand, reader, 11.0, now=1.0) == 0
     assert len(stand.source._conns) == 3
-    stand.say(sample(12.0, others)[len(HEADER) + 1:] + HEADER + "\n")  # (time passes)
-    assert _counted(stand, reader, 12.0, now=30.0) == 0
+    stand.say(sample(12.0, others)[len(HEADER) + 1:] + HEADER + "\n")  # (an hour passes)
+    late = flows.FORGET_LONG_S + 10
+    assert _counted(stand, reader, 12.0, now=late) == 0
     stand.say(sample(13.0, [(501, 50000, A, 0, MB + 300)])[len(HEADER) + 1:] + HEADER + "\n")
-    assert _counted(stand, reader, 13.0, now=31.0) == 300
+    assert _counted(stand, reader, 13.0, now=late + 1) == 300
     reader.close()
 
 
