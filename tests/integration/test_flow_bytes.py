@@ -462,6 +462,7 @@ def test_the_kernel_fills_in_only_the_wanted_peers_connections(servers):
             if done:
                 break
         assert {c.remote for c in got} == {pa}
+        assert [c.remote for c in diag.connections(frozenset({pb}))] == [pb]  # (it is open)
     finally:
         for x in (ca, cb):
             x.close()
