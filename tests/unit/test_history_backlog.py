@@ -211,6 +211,8 @@ def test_a_database_that_cannot_be_opened_is_tried_again_and_gets_what_was_kept(
     assert raw == [T0 + i for i in range(end)]  # from the agent's first sample
     assert types == ["peer_up", "peer_up", "peer_down"]
     assert log.last_seq == 42  # numbered on from the file's once it opened
+    # the day's cap goes on from what the file holds of its day, once it opened
+    assert store.cap.kept.get("") == 1
     assert caplog.text.count("cannot use history database") == 1
     assert caplog.text.count("still cannot be opened") == 2
 

@@ -82,8 +82,6 @@ class HistoryStore:
         #: batches kept back because the thread fell behind (for tests and /metrics)
         self.dropped = 0
         self.cap = DayCap(L.MAX_EVENTS_PER_PEER_PER_DAY)
-        #: the database's newest day and its events per peer, read when it opened
-        self._kept_today: tuple[int, dict[str, int]] | None = None
         #: free bytes on the database's disk, read by the thread after each batch
         self.free_bytes: int | None = None
 
@@ -116,23 +114,27 @@ class HistoryStore:
             log.info("history database off (history_days = 0): one hour in memory")
             return 0
         self._exec = ThreadPoolExecutor(1, thread_name_prefix="exotray-history")
-        seq = await asyncio.get_running_loop().run_in_executor(self._exec, self._open)
-        if self._kept_today is not None:  # (a restart the same day: its cap goes on)
-            self.cap.seed(*self._kept_today)
+        seq, kept = await asyncio.get_running_loop().run_in_executor(self._exec, self._open)
+        self._seed(kept)
         return seq
 
-    def _open(self, again: bool = False) -> int:
+    def _seed(self, kept: tuple[int, dict[str, int]] | None) -> None:
+        if kept is not None:  # (a restart the same day: the day's cap goes on)
+            self.cap.seed(*kept)
+
+    def _open(self, again: bool = False) -> tuple[int, tuple[int, dict[str, int]] | None]:
+        """(In the thread.) The last event seq and the newest day's events per peer of the
+        database opened ((0, None) when it cannot be)."""
         try:
             db = historydb.open_or_replace(self.path, self.retention_s)
             try:
-                seq = db.last_seq()
-                self._kept_today = db.day_counts()
+                seq, kept = db.last_seq(), db.day_counts()
             except BaseException:
                 db.close()
                 raise
             self.db = db
             self._free()
-            return seq
+            return seq, kept
         except Exception as e:  # any failure: run on, never crash-loop
             self.db = None
             if again:
@@ -140,7 +142,7 @@ class HistoryStore:
             else:
                 log.error("cannot use history database %s (%s): keeping one hour in memory "
                           "and trying again every %g s", self.path, e, REOPEN_EVERY_S)
-            return 0
+            return 0, None
 
     def event(self, event: dict[str, Any]) -> None:
         """An EventLog sink: kept until the next batch (up to the day's cap)."""
@@ -236,8 +238,9 @@ class HistoryStore:
         opening = self._opening
         if opening is not None and opening.done():
             self._opening = None
-            seq = opening.result()
+            seq, kept = opening.result()
             if self.db is not None:
+                self._seed(kept)
                 log.info("history database %s opened: writing what was kept in memory",
                          self.path)
                 self.backlog.due = self.backlog.since is not None
