@@ -51,6 +51,9 @@ class FlapWatch:
     last_change: float | None = None
     #: it went down and has not come back yet (its first up is no return)
     down: bool = False
+    #: its flapping was told (a link's is not while its cable's carrier flaps:
+    #: agent/peers/linkevents.py); its clear is told only then
+    told: bool = False
 
     def change(self, now: float, up: bool) -> bool:
         """The link went up (True) or down at `now`; True when it begins to flap."""

@@ -54,8 +54,6 @@ class LinkEvents:
         #: whether the carrier of a link (its interface, peer address) is flapping (its
         #: own link_flapping told: hw/monitor.py)
         self.carrier_flapping = carrier_flapping
-        #: link ids whose link_flapping was told (their clear is told; the others' not)
-        self.flap_told: set[str] = set()
         #: link ids a link_down was told of, and when (their link_up is told when they
         #: answer; one not made again within SAID_DOWN_KEEP_S is forgotten)
         self.said_down: dict[str, float] = {}
@@ -72,9 +70,7 @@ class LinkEvents:
         f = self.flaps.get(link_id)
         if f is None:
             if len(self.flaps) >= MAX_WATCHED:
-                oldest = min(self.flaps, key=lambda k: self.flaps[k].last_change or 0)
-                del self.flaps[oldest]
-                self.flap_told.discard(oldest)
+                del self.flaps[min(self.flaps, key=lambda k: self.flaps[k].last_change or 0)]
             f = self.flaps[link_id] = FlapWatch()
         return f
 
@@ -89,10 +85,10 @@ class LinkEvents:
         siblings = [s for s in siblings if s is not link]
         flaps = self.flaps_of(link.id)
         flaps.change(now, link.up)
-        if flaps.flapping and link.id not in self.flap_told and not self.carrier_flapping(
+        if flaps.flapping and not flaps.told and not self.carrier_flapping(
                 link.local_interface, link.target[0]):  # (its start, or its first change on
             # a steady cable)
-            self.flap_told.add(link.id)
+            flaps.told = True
             self._tell("link_flapping", link, now, changes=flaps.cycles(now),
                        window_s=flaps.params.flap_window_s)
         if not peer_up:  # peer_down tells it, for each of its links
@@ -100,7 +96,7 @@ class LinkEvents:
                 self.said_down.pop(lk.id, None)
             return
         if flaps.flapping:
-            if (link.up and link.id not in self.flap_told
+            if (link.up and not flaps.told
                     and self.said_down.pop(link.id, None) is not None):
                 # (its cable's flapping told instead of its own: its down told before
                 # that is not left without its return)
@@ -123,8 +119,8 @@ class LinkEvents:
         """Once a full tick for each link: is it slower, has it stopped flapping."""
         flaps = self.flaps.get(link.id)
         if flaps is not None and flaps.quiet(now):
-            if link.id in self.flap_told:
-                self.flap_told.discard(link.id)
+            if flaps.told:
+                flaps.told = False
                 self._tell("link_flapping_cleared", link, now,
                            state="up" if link.up else "down",
                            quiet_s=flaps.params.flap_quiet_s)
