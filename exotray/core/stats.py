@@ -212,6 +212,8 @@ class RttWindow:
         #: the last summary and (samples changed, window) when it was computed
         self._cached: tuple[tuple[int, float], RttSummary] | None = None
         self._version = 0
+        #: (after, before): the send times of the link's last outage (`outage`)
+        self._outage: tuple[float | None, float] | None = None
 
     def reply(self, at: float, rtt_ms: float) -> None:
         if not math.isfinite(rtt_ms) or rtt_ms < 0:
@@ -225,17 +227,26 @@ class RttWindow:
         self.last_ms = rtt_ms
 
     def lost(self, at: float) -> None:
-        self._insert(at, None)
+        """A probe sent at `at` went unanswered (not counted when sent in the outage)."""
+        if not self._in_outage(at):
+            self._insert(at, None)
 
-    def forget_lost_between(self, after: float | None, before: float) -> None:
-        """Drop the losses of probes sent after `after` (None: from the first) and before
-        `before`: the link was not up then (its peer not yet listening, or an outage,
-        which the link's state says already)."""
-        kept = [s for s in self._samples if s[1] is not None or s[0] >= before
-                or (after is not None and s[0] <= after)]
+    def outage(self, after: float | None, before: float) -> None:
+        """The probes sent after `after` (None: from the first) and before `before` are
+        the link's outage, not loss: it was not up then (its peer not yet listening, or
+        down, which its state says already). Their losses go, now and when resolved
+        later; what it lost while up, before, stays."""
+        self._outage = (after, before)
+        kept = [s for s in self._samples if s[1] is not None or not self._in_outage(s[0])]
         if len(kept) != len(self._samples):
             self._samples = kept
             self._version += 1
+
+    def _in_outage(self, at: float) -> bool:
+        if self._outage is None:
+            return False
+        after, before = self._outage
+        return at < before and (after is None or at > after)
 
     def _insert(self, at: float, rtt: float | None) -> None:
         self._version += 1

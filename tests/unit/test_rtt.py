@@ -265,19 +265,23 @@ def test_rtt_summary_kept_until_a_sample_leaves_or_arrives() -> None:
         assert got.last_ms == want.last_ms
 
 
-def test_losses_sent_in_an_outage_can_be_forgotten() -> None:
-    """Losses of probes sent in (after, before) go; replies, and losses outside, stay."""
+def test_losses_sent_in_an_outage_are_not_loss() -> None:
+    """Losses of probes sent in an outage (after, before) go, and are not counted when
+    resolved later; replies, and losses outside it, stay."""
     w = RttWindow(window_s=10.0)
-    for t in (1.0, 2.0, 3.0):
-        w.lost(t)
+    w.lost(1.0)
+    assert w.summary(2.0).loss == 1.0  # (not answered yet: all it sent is lost)
+    w.outage(None, 4.0)  # (its first answer: the probe sent at 4.0)
+    w.lost(2.0)  # (resolved late: still the outage)
     w.reply(4.0, 1.0)
-    assert w.summary(5.0).loss == pytest.approx(0.75)  # (the summary kept from here ...)
-    w.forget_lost_between(None, 4.0)
-    assert w.summary(5.0).loss == 0.0  # (... is computed again)
+    assert w.summary(5.0).loss == 0.0
     w.lost(5.0)
     w.lost(6.0)
     w.lost(7.0)
     w.reply(8.0, 1.0)
-    w.forget_lost_between(5.0, 8.0)  # (5.0 itself, the last answered's time, stays)
-    s = w.summary(9.0)
+    assert w.summary(9.0).loss == pytest.approx(3 / 5)  # (the summary kept from here ...)
+    w.outage(5.0, 8.0)  # (5.0 itself, lost while up before it, stays)
+    s = w.summary(9.0)  # (... is computed again)
     assert (s.loss, s.sent, s.received) == (pytest.approx(1 / 3), 3, 2)
+    w.lost(6.5)  # (one of the outage's, resolved late)
+    assert w.summary(9.0).sent == 3

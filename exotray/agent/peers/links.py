@@ -59,11 +59,6 @@ class Link:
     #: latest probe that was answered
     busy_until: float = -1e18
     answered_sent: float | None = None
-    #: the send times of the last probe answered before the link was last not up (None:
-    #: never, a new link) and of the first answered after: `loss` does not count the
-    #: probes sent between, its outage (probe/prober.py on_reply, on_lost)
-    down_from_sent: float | None = None
-    up_from_sent: float | None = None
     #: how long the peer holds our requests before answering (a peer that reads its
     #: socket at its ticks: up to a tick), the largest of its recent replies
     hold_s: float = 0.0

@@ -169,12 +169,10 @@ class Prober:
         before = link.answered_sent
         if link.answered_sent is None or sent_at > link.answered_sent:
             link.answered_sent = sent_at
-        if not link.up and (link.up_from_sent is None or sent_at > link.up_from_sent):
+        if not link.up and (before is None or sent_at > before):
             # coming up: what was lost since the last answer is the link's outage (or its
-            # peer not yet listening), which its state says, not loss on a live link;
-            # what it lost while up, before, stays
-            link.down_from_sent, link.up_from_sent = before, sent_at
-            link.rtt.forget_lost_between(before, sent_at)
+            # peer not yet listening), which its state says, not loss on a live link
+            link.rtt.outage(before, sent_at)
         link.rtt.reply(sent_at, rtt_ms)
         link.queue.reply(sent_at, rtt_ms)
         pinned = link.path.replied(sent_at)
@@ -187,10 +185,7 @@ class Prober:
     def on_lost(self, target: Target, sent_at: float) -> None:
         link = self.table.links.get(target)
         if link is not None:
-            if link.up_from_sent is not None and not (
-                    sent_at < link.up_from_sent and (link.down_from_sent is None
-                                                     or sent_at > link.down_from_sent)):
-                link.rtt.lost(sent_at)  # (not if sent in its outage: see on_reply)
+            link.rtt.lost(sent_at)  # (not counted if sent in its outage: see on_reply)
             link.queue.lost(sent_at)
             # Only a probe sent after the latest answered one counts towards "down": an
             # older one the peer never answered (sent before it listened) says nothing
