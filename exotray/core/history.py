@@ -70,6 +70,11 @@ def _narrow(v: float | None, sc: float) -> int | None:
     return None
 
 
+def _widen(b: array, sc: float) -> array:
+    """Integers of a narrow block (x 10**decimals, None as _NULL) as doubles (None as NaN)."""
+    return array("d", [_NAN if q == _NULL else q / sc for q in b])
+
+
 def _same(a: object, b: object) -> bool:
     """One constant: equal, a zero's sign too (None is None)."""
     return a == b and (a != 0 or copysign(1.0, a) == copysign(1.0, b))  # type: ignore[arg-type]
@@ -198,7 +203,7 @@ class Ring:
                     if q / sc == v and (q or copysign(1.0, v) > 0):
                         b[j] = q
                         continue
-                b = col[k] = array("d", [_NAN if x == _NULL else x / sc for x in b])
+                b = col[k] = _widen(b, sc)
                 b[j] = v
             elif tc == "d":
                 b[j] = _NAN if v is None else v
@@ -363,7 +368,7 @@ class Ring:
             elif p.typecode == tc:
                 out.extend(p)
             else:  # (narrow rows joining doubles)
-                out.extend(array("d", [_NAN if q == _NULL else q / sc for q in p]))
+                out.extend(_widen(p, sc))
         out.extend(array(tc, (fill,)) * (rows - len(out)))
         return out
 
