@@ -23,10 +23,9 @@ import argparse
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from exotray.core import doctor, paths
+from exotray.core import doctor
 
 #: capacity tests one doctor runs at most (about 2 x SECONDS each)
 MAX_TESTS = 3
@@ -102,25 +101,6 @@ def consent(args: argparse.Namespace, plan: str, say: Callable[[str], None]) -> 
     return False
 
 
-def _token(args: argparse.Namespace, say: Callable[[str], None]) -> str | None:
-    """The agent's control token, when it takes it (as `exotray measure` checks)."""
-    from exotray.cli.reads import _control_refused
-
-    state = Path(args.state_dir) if args.state_dir else paths.state_dir()
-    given = "given with --state-dir" if args.state_dir else "the default"
-    token = paths.read_token(state)
-    if token is None:
-        say(f"no capacity test run: no control token in {state} ({given}): give the "
-            "agent's own state dir with --state-dir DIR, and run this as the agent's user")
-        return None
-    refused = _control_refused(args, token)
-    if refused is not None:
-        say(f"no capacity test run: the agent at {args.host}:{args.port} refused the "
-            f"control token in {state} ({given}): {refused[1]}")
-        return None
-    return token
-
-
 def run(args: argparse.Namespace, cluster: dict[str, Any], checks: list[doctor.Check],
         ) -> list[str] | int:
     """The capacity tests the checks call for, with consent: the ids of the links whose
@@ -128,7 +108,7 @@ def run(args: argparse.Namespace, cluster: dict[str, Any], checks: list[doctor.C
     agent sees the connection close and stops it on both ends)."""
     import httpx
 
-    from exotray.cli.reads import measured_line
+    from exotray.cli.reads import NoToken, control_token, measured_line, post_measure
 
     def say(text: str) -> None:
         print(f"exotray doctor --active: {text}", file=sys.stderr)
@@ -148,8 +128,10 @@ def run(args: argparse.Namespace, cluster: dict[str, Any], checks: list[doctor.C
             f"all) of {'; '.join(t.words for t in picked)}")
     if not consent(args, plan, say):
         return []
-    token = _token(args, say)
-    if token is None:
+    try:
+        token = control_token(args)
+    except NoToken as e:
+        say(f"no capacity test run: {e}")
         return []
     kept: list[str] = []
     for t in picked:
@@ -158,9 +140,7 @@ def run(args: argparse.Namespace, cluster: dict[str, Any], checks: list[doctor.C
         if t.interface:
             body["interface"] = t.interface
         try:
-            r = httpx.post(f"http://{args.host}:{args.port}/v1/control/measure", json=body,
-                           headers={"authorization": f"Bearer {token}"},
-                           timeout=2 * SECONDS + 30, trust_env=False)
+            r = post_measure(args, token, body, SECONDS)
             data = r.json()
         except KeyboardInterrupt:
             say("interrupted; the test is cancelled")

@@ -216,6 +216,43 @@ def _control_refused(args: argparse.Namespace, token: str) -> tuple[int, str] | 
         return r.status_code, r.text
 
 
+class NoToken(Exception):
+    """The agent's control token was not found, or the agent refused it (the message
+    says which, where it was looked for, and what to do)."""
+
+
+def control_token(args: argparse.Namespace) -> str:
+    """The agent's control token from `--state-dir` (else the default state dir), once
+    the agent has taken it (NoToken if not): what `exotray measure` and `exotray doctor
+    --active` need before a capacity test."""
+    state = Path(args.state_dir) if args.state_dir else paths.state_dir()
+    given = "given with --state-dir" if args.state_dir else "the default"
+    token = paths.read_token(state)
+    if token is None:
+        raise NoToken(f"no control token in {state} ({given}; the agent writes "
+                      f"{paths.TOKEN_FILE} there when it starts): give the agent's own "
+                      "state dir with --state-dir DIR, and run this as the agent's user")
+    refused = _control_refused(args, token)
+    if refused is not None:
+        status, error = refused
+        raise NoToken(f"the agent at {args.host}:{args.port} refused the control token in "
+                      f"{state} ({given}): {error}."
+                      + ("\nThat is another agent's state dir: give this agent's, the one "
+                         "it was started with, as --state-dir DIR." if status == 401 else ""))
+    return token
+
+
+def post_measure(args: argparse.Namespace, token: str, body: dict, seconds: float) -> Any:
+    """POST a capacity test to the agent (httpx.Response; httpx.HTTPError, and
+    KeyboardInterrupt, which the agent sees as the connection closing and stops the
+    test on both ends)."""
+    import httpx
+
+    return httpx.post(f"http://{args.host}:{args.port}/v1/control/measure", json=body,
+                      headers={"authorization": f"Bearer {token}"},
+                      timeout=2 * seconds + 30, trust_env=False)
+
+
 def cmd_measure(args: argparse.Namespace) -> int:
     import httpx
 
@@ -223,22 +260,10 @@ def cmd_measure(args: argparse.Namespace) -> int:
     # An agent answers (or exit saying so), knows the peer and takes our token, all
     # before "measuring…".
     cluster = _get(args, "/v1/cluster")
-    state = Path(args.state_dir) if args.state_dir else paths.state_dir()
-    given = "given with --state-dir" if args.state_dir else "the default"
-    token = paths.read_token(state)
-    if token is None:
-        print(f"exotray measure: no control token in {state} ({given}; the agent writes "
-              f"{paths.TOKEN_FILE} there when it starts): give the agent's own state dir "
-              "with --state-dir DIR, and run this as the agent's user", file=sys.stderr)
-        return 1
-    refused = _control_refused(args, token)
-    if refused is not None:
-        status, error = refused
-        print(f"exotray measure: the agent at {args.host}:{args.port} refused the control "
-              f"token in {state} ({given}): {error}."
-              + ("\nThat is another agent's state dir: give this agent's, the one it was "
-                 "started with, as --state-dir DIR." if status == 401 else ""),
-              file=sys.stderr)
+    try:
+        token = control_token(args)
+    except NoToken as e:
+        print(f"exotray measure: {e}", file=sys.stderr)
         return 1
     if not _names_a_peer(cluster, args.peer):
         links = (cluster.get("nodes") or [{}])[0].get("links", [])
@@ -251,9 +276,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     print(f"measuring the link to {args.peer} for about {2 * args.seconds:g} s…",
           file=sys.stderr)
     try:
-        r = httpx.post(f"http://{args.host}:{args.port}/v1/control/measure", json=body,
-                       headers={"authorization": f"Bearer {token}"},
-                       timeout=2 * args.seconds + 30, trust_env=False)
+        r = post_measure(args, token, body, args.seconds)
     except httpx.HTTPError as e:
         print(f"exotray measure: no exotray agent answered at {args.host}:{args.port} ({e})",
               file=sys.stderr)
