@@ -121,6 +121,17 @@ def wait_for(pred: Callable[[], Any], timeout: float, every: float = 0.05) -> An
         time.sleep(every)
 
 
+def until(cond: Callable[[], Any], timeout: float = 10.0, every: float = 0.01) -> Any:
+    """Poll `cond` until it returns something truthy, and return it; AssertionError at
+    the deadline. Unlike wait_for, an error from `cond` is the test's, not retried."""
+    deadline = time.monotonic() + timeout
+    while not (got := cond()):
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"not within {timeout:g} s")
+        time.sleep(every)
+    return got
+
+
 class AgentProc:
     """`exotray agent` as a subprocess: on loopback with mDNS off unless told otherwise
     (mDNS only ever inside a lab namespace)."""

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers import TcpServer as Server
+from helpers import until
 
 from exotray.agent.hw import sockdiag
 from exotray.agent.hw.flows import FlowBytes, FlowLink, Flows
@@ -55,15 +56,6 @@ def _read(reader: FlowBytes, wanted: set[bytes], pair: tuple[bytes, bytes], i: i
     return reader.totals.get(pair, [0, 0])[i]
 
 
-def _until(cond, timeout: float = 10.0) -> None:
-    done = threading.Event()
-    for _ in range(int(timeout / 0.01)):
-        if cond():
-            return
-        done.wait(0.01)
-    raise AssertionError("not within 10 s")
-
-
 @pytest.fixture
 def servers():
     made: list[Server] = []
@@ -92,7 +84,7 @@ def test_connections_that_closed_between_reads_are_counted(servers):
         assert up.received == 20 * MB
         # the kernel sends a destroy message from a work queue, a moment after the close:
         # a late one is counted at the next read
-        _until(lambda: _read(reader, {a, b}, (me, a), 1) >= 0.95 * 20 * MB
+        until(lambda: _read(reader, {a, b}, (me, a), 1) >= 0.95 * 20 * MB
                and _read(reader, {a, b}, (me, b), 0) >= 0.95 * 20 * MB)
         tx = reader.totals[(me, a)][1]
         rx = reader.totals[(me, b)][0]
@@ -113,7 +105,7 @@ def test_an_open_connection_is_counted_at_each_read_and_its_past_is_not(servers)
     c = socket.create_connection(srv.address, timeout=10, source_address=(LOCAL, 0))
     try:
         c.sendall(b"x" * (2 * MB))
-        _until(lambda: srv.received == 2 * MB)  # (all of it acknowledged: its past)
+        until(lambda: srv.received == 2 * MB)  # (all of it acknowledged: its past)
         reader.read(frozenset({key[1]}), 0.0)
         assert key not in reader.totals
         sent = 0
@@ -123,7 +115,7 @@ def test_an_open_connection_is_counted_at_each_read_and_its_past_is_not(servers)
             reader.read(frozenset({key[1]}), 0.0)
         c.close()  # (its last bytes in flight: the destroy message has them)
         srv.close()
-        _until(lambda: _read(reader, {key[1]}, key, 1) >= 0.95 * sent)
+        until(lambda: _read(reader, {key[1]}, key, 1) >= 0.95 * sent)
         assert abs(reader.totals[key][1] - sent) <= 0.05 * sent
     finally:
         c.close()
@@ -154,7 +146,7 @@ def test_flows_give_each_link_of_a_shared_carrier_its_own_rate(servers):
         _upload(sb.address, MB)
         # the destroy messages, sent to every listener at once, have come to a second
         # reader: they wait for the next tick's in the first one's socket
-        _until(lambda: _read(witness, {pa, pb}, (me, pa), 1) >= 4 * MB
+        until(lambda: _read(witness, {pa, pb}, (me, pa), 1) >= 4 * MB
                and _read(witness, {pa, pb}, (me, pb), 1) >= MB)
         flows.tick(103.0, links, lambda _: True)   # 2 s later
         assert abs(flows.rate("link-0").tx_bytes_per_s - 2 * MB) <= 0.05 * 2 * MB
@@ -248,14 +240,14 @@ def test_a_known_connection_is_found_again_by_its_key(servers):
     try:
         (conn,) = diag.connections(frozenset({pa}))
         c.sendall(b"x" * MB)
-        _until(lambda: srv.received == MB)
+        until(lambda: srv.received == MB)
         (again,) = diag.lookup([conn.key])
         assert (again.cookie, again.local, again.remote) == (conn.cookie, conn.local, pa)
         assert abs(again.tx - conn.tx - MB) <= 0.01 * MB
         many = diag.lookup([conn.key] * 300)  # (more than one write's worth)
         assert len(many) == 300 and {m.cookie for m in many} == {conn.cookie}
         c.close()
-        _until(lambda: not diag.lookup([conn.key]))
+        until(lambda: not diag.lookup([conn.key]))
     finally:
         c.close()
         diag.close()
@@ -309,7 +301,7 @@ def _in_own_namespace() -> None:
     def send(c: socket.socket, n: int) -> None:
         was = srv.received
         c.sendall(b"x" * n)
-        _until(lambda: srv.received == was + n)
+        until(lambda: srv.received == was + n)
 
     c1 = socket.create_connection(srv.address, timeout=10, source_address=(LOCAL, 0))
     step("first read")
@@ -353,7 +345,7 @@ def test_closing_messages_lost_to_a_full_buffer_are_logged(servers, monkeypatch,
         flows.tick(0.0, links, lambda _: True)
         for _ in range(40):
             _upload(sa.address, 1000)
-        _until(lambda: flows.tick(1.0, links, lambda _: True)
+        until(lambda: flows.tick(1.0, links, lambda _: True)
                or flows.reader.source.overflows > 0)
         assert caplog.text.count("overflowed") == 1
         assert "not counted" in caplog.text
@@ -365,10 +357,10 @@ def test_closing_messages_lost_to_a_full_buffer_are_logged(servers, monkeypatch,
             flows.tick(now, links, lambda _: True)
             return flows.reader.source.overflows > lost
 
-        _until(lambda: more(2.0))  # within the minute: not said again
+        until(lambda: more(2.0))  # within the minute: not said again
         assert caplog.text.count("overflowed") == 1
         lost = flows.reader.source.overflows
-        _until(lambda: more(100.0))  # a minute on: said again, with the count between
+        until(lambda: more(100.0))  # a minute on: said again, with the count between
         assert caplog.text.count("overflowed") == 2 and "more since last report" in caplog.text
     finally:
         flows.stop()
@@ -392,7 +384,7 @@ def test_a_connection_reset_and_closed_long_after_is_not_counted_twice():
         got = 0
         while got < MB:
             got += len(c.recv(1 << 20))
-        _until(lambda: _read(reader, {pa}, (me, pa), 0) == MB)
+        until(lambda: _read(reader, {pa}, (me, pa), 0) == MB)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()  # (a reset: c's connection leaves the table, its socket stays open)
         for now in (2.0, 30.0, 100.0):

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from pathlib import Path
 
 import pytest
+from helpers import until
 
 from exotray.agent.hw import flows, nettop_source
 from exotray.agent.hw.flows import FlowBytes, FlowLink, Flows
@@ -73,15 +73,6 @@ class Stand:
             f.write(text)
 
 
-def _until(cond, timeout: float = 10.0):
-    wait = threading.Event()
-    for _ in range(int(timeout / 0.01)):
-        if (got := cond()):
-            return got
-        wait.wait(0.01)
-    raise AssertionError(f"not within {timeout:g} s")
-
-
 @pytest.fixture
 def stand(tmp_path):
     s = Stand(tmp_path)
@@ -101,7 +92,7 @@ def test_each_link_gets_its_own_rate_over_nettops_own_interval(stand):
                                       (502, 50001, B, MB * i, 0)]))
         stand.say(HEADER + "\n")  # (the fourth sample is whole: the next has begun)
         flows.tick(100.0, links, lambda _: True)  # counting starts: where each one stands
-        _until(lambda: stand.source.sampled_at == t0 + 3
+        until(lambda: stand.source.sampled_at == t0 + 3
                or flows.tick(100.0, links, lambda _: True))
         for i in range(4, 7):
             stand.say(sample(t0 + i, [(501, 50000, A, 0, 5 * MB * i),
@@ -113,7 +104,7 @@ def test_each_link_gets_its_own_rate_over_nettops_own_interval(stand):
             tick[0] += 0.5
             flows.tick(tick[0], links, lambda _: True)
             return stand.source.sampled_at == t0 + 6
-        _until(read)
+        until(read)
         a, b = flows.rate("to-a"), flows.rate("to-b")
         assert a.tx_bytes_per_s == pytest.approx(5 * MB) and a.rx_bytes_per_s == 0
         assert b.rx_bytes_per_s == pytest.approx(MB) and b.tx_bytes_per_s == 0
@@ -129,7 +120,7 @@ def _counted(stand: Stand, reader: FlowBytes, upto: float, now: float = 0.0) -> 
     def read():
         reader.read(frozenset({_packed(A)}), now)
         return stand.source.sampled_at == upto
-    _until(read)
+    until(read)
     return reader.totals.get((_packed(ME), _packed(A)), [0, 0])[1]
 
 
@@ -170,7 +161,7 @@ def test_a_connection_left_out_before_its_peer_was_wanted_starts_where_it_stood(
     _counted(stand, reader, 11.0)
 
     def read(upto: float) -> int:
-        _until(lambda: reader.read(frozenset({_packed(A), pb}), 0.0)
+        until(lambda: reader.read(frozenset({_packed(A), pb}), 0.0)
                or stand.source.sampled_at == upto)
         return reader.totals.get((_packed(ME), pb), [0, 0])[1]
 
@@ -184,9 +175,9 @@ def test_a_connection_left_out_before_its_peer_was_wanted_starts_where_it_stood(
 def test_nettops_times_run_on_past_midnight(stand):
     stand.source.open()
     stand.say(sample(86399.5, [(501, 50000, A, 0, 0)]) + HEADER + "\n")
-    _until(lambda: stand.source.connections() and stand.source.sampled_at == 86399.5)
+    until(lambda: stand.source.connections() and stand.source.sampled_at == 86399.5)
     stand.say(sample(0.5, [(501, 50000, A, 0, MB)])[len(HEADER) + 1:] + HEADER + "\n")
-    _until(lambda: stand.source.connections() and stand.source.sampled_at == 86400.5)
+    until(lambda: stand.source.connections() and stand.source.sampled_at == 86400.5)
 
 
 def test_a_nettop_that_exits_or_falls_silent_is_an_error_and_is_ended(tmp_path, caplog):
@@ -195,7 +186,7 @@ def test_a_nettop_that_exits_or_falls_silent_is_an_error_and_is_ended(tmp_path, 
     flows = Flows(FlowBytes(gone), name="nettop")
     links = [FlowLink("to-a", "en0", (ME,), A), FlowLink("to-b", "en0", (ME,), B)]
     caplog.set_level("WARNING", "exotray.agent.hw.monitor")
-    _until(lambda: flows.tick(1.0, links, lambda _: True) or flows._failed)
+    until(lambda: flows.tick(1.0, links, lambda _: True) or flows._failed)
     assert "nettop exited" in caplog.text and not gone.is_open
     assert flows.source("to-a") is None
 
@@ -216,7 +207,7 @@ def test_text_without_a_header_is_bounded(stand, monkeypatch, caplog):
     caplog.set_level("WARNING", "exotray.agent.hw.monitor")
     stand.say("x" * 2000 + "\n")
     stand.source.open()
-    _until(lambda: stand.source.connections() == [] and "without a header" in caplog.text)
+    until(lambda: stand.source.connections() == [] and "without a header" in caplog.text)
     assert stand.source._pending == ""
 
 
@@ -228,7 +219,7 @@ def test_a_nettop_silent_after_its_samples_is_an_error(tmp_path):
     stand.source.open()
     try:
         stand.say(sample(10.0, [(501, 50000, A, 0, MB)]) + HEADER + "\n")
-        _until(lambda: stand.source.connections() and stand.source.sampled_at == 10.0)
+        until(lambda: stand.source.connections() and stand.source.sampled_at == 10.0)
         now[0] = nettop_source.SILENT_S + 1
         with pytest.raises(OSError, match="no sample"):
             stand.source.connections()
@@ -248,7 +239,7 @@ def test_nettops_clock_set_back_or_on_moves_the_samples_by_ours(stand):
         want = (stand.source.sampled_at or t) + ours
         stand.say(sample(t, [(501, 50000, A, 0, MB)])[len(HEADER) + 1:] + HEADER + "\n"
                   if step else sample(t, [(501, 50000, A, 0, MB)]) + HEADER + "\n")
-        _until(lambda w=want: stand.source.connections()
+        until(lambda w=want: stand.source.connections()
                and stand.source.sampled_at == pytest.approx(w))
 
 
@@ -315,7 +306,7 @@ def test_a_nettop_ends_with_an_agent_killed_outright():
     try:
         agent.kill()  # (ours, by its Popen)
         agent.wait()
-        _until(lambda: _gone(child))
+        until(lambda: _gone(child))
     finally:
         if not _gone(child):
             os.kill(child, signal.SIGKILL)  # (the stand-in this test started)
