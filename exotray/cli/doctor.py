@@ -16,6 +16,7 @@ from typing import Any
 
 from exotray.cli.reads import AgentUnavailable, fetch
 from exotray.core import doctor
+from exotray.core.doctor_view import LOSS_HISTORY
 
 EXIT_NO_AGENT = 3
 #: events of the last day read at most (the API's bound for one answer)
@@ -24,9 +25,12 @@ _COLOURS = {"fail": "\033[31m", "warn": "\033[33m", "pass": "\033[32m"}
 _WORDS = {"fail": "FAIL", "warn": "warn", "pass": "ok"}
 
 
-def read(args: argparse.Namespace, now: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def read(args: argparse.Namespace, now: float, loss_history: dict[str, Any] | None = None,
+         ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The cluster view and this node's events of the last day (from its database; where
-    that read fails, the last ones it keeps in memory)."""
+    that read fails, the last ones it keeps in memory), with its links' day of loss (read,
+    or `loss_history` when given). A busy agent's history is not waited for: a link it
+    does not answer at once is said unread (the reads' budget is a second)."""
     cluster = fetch(args, "/v1/cluster")
     try:
         events = fetch(args, "/v1/events", since=f"{now - doctor.PAST_S:.3f}",
@@ -34,7 +38,7 @@ def read(args: argparse.Namespace, now: float) -> tuple[dict[str, Any], list[dic
     except AgentUnavailable:
         events = fetch(args, "/v1/events", after=0)["events"]
     from exotray.cli.doctor_history import attach  # (the loss check's last 24 h)
-    attach(cluster, now, lambda **p: fetch(args, "/v1/history", **p))
+    attach(cluster, now, lambda **p: fetch(args, "/v1/history", tries=1, **p), loss_history)
     return cluster, events
 
 
@@ -72,7 +76,7 @@ def _active(args: argparse.Namespace, cluster: dict[str, Any],
            and time.monotonic() < deadline):
         time.sleep(0.25)
     now = time.time()
-    cluster, events = read(args, now)
+    cluster, events = read(args, now, cluster.get(LOSS_HISTORY))  # (the day read before)
     return doctor.run(cluster, events, now, sys.platform)
 
 

@@ -21,24 +21,12 @@ from exotray.core.doctor_view import LOSS_HISTORY
 MAX_LINKS = doctor_loss.MAX_LINKS
 #: no read begins after this many seconds of reading (exotray doctor's target is 2 s)
 BUDGET_S = 1.0
-#: a reading is used again this long (s)
-REUSE_S = 30.0
-
-_last: dict[str, tuple[float, dict[str, Any]]] = {}
-
-
 def read(get: Callable[..., Any], cluster: dict[str, Any], now: float,
          clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     """`{"links": {link id: rows}, "unread": [link ids]}` of this node's (the view's first
     node) links. `get(**params)`: the answer of /v1/history to those parameters; any
     error it raises leaves that link unread."""
-    nodes = cluster.get("nodes") or []
-    own = nodes[0] if nodes and isinstance(nodes[0], dict) else {}
     ids = doctor_loss.own_link_ids(cluster)
-    key = f"{(own.get('node') or {}).get('id')}:{','.join(ids)}"
-    kept = _last.get(key)
-    if kept is not None and 0 <= clock() - kept[0] < REUSE_S:
-        return kept[1]
     out: dict[str, Any] = {"links": {}, "unread": []}
     start = clock()
     for i, lid in enumerate(ids):
@@ -53,11 +41,11 @@ def read(get: Callable[..., Any], cluster: dict[str, Any], now: float,
             out["unread"].append(lid)  # (or an agent whose history keeps no loss)
             continue
         out["links"][lid] = got
-    _last.clear()
-    _last[key] = (clock(), out)
     return out
 
 
-def attach(cluster: dict[str, Any], now: float, get: Callable[..., Any]) -> None:
-    """Put `read`'s answer where the checks look for it (core/doctor_view.LOSS_HISTORY)."""
-    cluster[LOSS_HISTORY] = read(get, cluster, now)
+def attach(cluster: dict[str, Any], now: float, get: Callable[..., Any],
+           reading: dict[str, Any] | None = None) -> None:
+    """Put `read`'s answer where the checks look for it (core/doctor_view.LOSS_HISTORY),
+    or `reading`, one already made (doctor --active's second look, seconds later)."""
+    cluster[LOSS_HISTORY] = reading if reading is not None else read(get, cluster, now)

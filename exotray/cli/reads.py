@@ -56,17 +56,18 @@ class AgentUnavailable(Exception):
     """The local agent did not answer a read: the message says why and what to do."""
 
 
-def fetch(args: argparse.Namespace, path: str, **params: object) -> Any:
+def fetch(args: argparse.Namespace, path: str, tries: int = BUSY_TRIES,
+          **params: object) -> Any:
     """GET from the local agent (AgentUnavailable when it cannot). An agent busy with
     other reads (503, or connected and silent for 5 s) is told apart from no agent at
-    all; a 503 is tried again after its Retry-After, BUSY_TRIES times."""
+    all; a 503 is tried again after its Retry-After, `tries` times in all."""
     import time
 
     import httpx
 
     where = f"{args.host}:{args.port}"
     url = f"http://{where}{path}"
-    for attempt in range(BUSY_TRIES):
+    for attempt in range(tries):
         try:
             r = httpx.get(url, params=params, timeout=5.0, trust_env=False)
         except httpx.TimeoutException as e:
@@ -78,7 +79,7 @@ def fetch(args: argparse.Namespace, path: str, **params: object) -> Any:
             raise AgentUnavailable(
                 f"exotray {args.command}: no exotray agent answered at {where} ({e}).\n"
                 "Start one with `exotray agent` (or the tray app), or give --port.") from None
-        if r.status_code == 503 and attempt + 1 < BUSY_TRIES:
+        if r.status_code == 503 and attempt + 1 < tries:
             try:
                 wait = min(10.0, max(0.0, float(r.headers.get("retry-after", "1"))))
             except ValueError:

@@ -135,3 +135,46 @@ def test_a_busy_agent_is_asked_again_after_its_retry_after_as_by_every_command()
         server.server_close()
     assert r.returncode in (0, 1), r.stderr
     assert _BusyOnce.tries >= 3 and "checks" in json.loads(r.stdout)
+
+
+class _HistoryBusy(http.server.BaseHTTPRequestHandler):
+    """An agent's stand-in with one link, busy (503, Retry-After 0) for its history."""
+
+    history = 0
+
+    def log_message(self, *a) -> None:
+        pass
+
+    def do_GET(self):
+        code = 200
+        if self.path.startswith("/v1/cluster"):
+            link = {"id": "l1", "peer_id": "b", "peer_name": "b", "state": "up"}
+            body = json.dumps({"nodes": [{"node": {"id": "a", "name": "a"},
+                                          "links": [link], "interfaces": []}]}).encode()
+        elif self.path.startswith("/v1/history"):
+            type(self).history += 1
+            body, code = b'{"error": "busy with other history reads"}', 503
+        else:
+            body = b'{"events": []}'
+        self.send_response(code)
+        self.send_header("content-type", "application/json")
+        self.send_header("retry-after", "0")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_link_whose_history_is_busy_is_said_unread_after_one_ask():
+    """The loss check's day of each link is read within a second's budget: an agent busy
+    with other history reads leaves that link unread, not waited for (Retry-After) twice
+    more."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HistoryBusy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        r = run("--json", "--port", str(server.server_address[1]))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert r.returncode in (0, 1), r.stderr
+    assert _HistoryBusy.history == 1
+    assert "history not read" in checks(r)["loss"]["summary"]
