@@ -27,21 +27,18 @@ def read(get: Callable[..., Any], cluster: dict[str, Any], now: float,
     node) links. `get(**params)`: the answer of /v1/history to those parameters; any
     error it raises leaves that link unread."""
     ids = doctor_loss.own_link_ids(cluster)
-    out: dict[str, Any] = {"links": {}, "unread": []}
+    links: dict[str, dict[str, Any]] = {}
     start = clock()
-    for i, lid in enumerate(ids):
-        if i >= MAX_LINKS or clock() - start > BUDGET_S:
-            out["unread"].append(lid)
-            continue
+    for lid in ids[:MAX_LINKS]:
+        if clock() - start > BUDGET_S:
+            break
         try:
             got = doctor_loss.kept(get(link=lid, **doctor_loss.history_query(now)))
         except Exception:  # no answer for this link: said unread, not fatal
             got = None
-        if got is None:
-            out["unread"].append(lid)  # (or an agent whose history keeps no loss)
-            continue
-        out["links"][lid] = got
-    return out
+        if got is not None:
+            links[lid] = got
+    return doctor_loss.reading(ids, links)
 
 
 def attach(cluster: dict[str, Any], now: float, get: Callable[..., Any],

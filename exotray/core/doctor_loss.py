@@ -65,6 +65,15 @@ def kept(answer: Any) -> dict[str, Any] | None:
     return {k: answer.get(k) for k in KEPT}
 
 
+def reading(ids: list[str], links: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The loss check's reading (the view's LOSS_HISTORY) of this node's links `ids`, in
+    their order, from the days read (`links`: id -> `kept` answer): a link without one is
+    said unread (over MAX_LINKS, out of time, not answered, an agent whose history keeps
+    no loss, or not read yet)."""
+    return {"links": {i: links[i] for i in ids if i in links},
+            "unread": [i for i in ids if i not in links]}
+
+
 @dataclass(frozen=True)
 class Episode:
     """A stretch of sustained loss: from `start` for `seconds`, `loss` its mean, `peak`

@@ -27,8 +27,8 @@ class LossHistory:
         self.fetch = fetch
         self.clock = clock
         self.mono = mono
-        self._links: dict[str, dict[str, Any]] = {}
-        self._unread: set[str] = set()
+        self._links: dict[str, dict[str, Any]] = {}  # link id -> its day, as read
+        self._answered = False  # (a first answer is in)
         self._asked_at: float | None = None
 
     def attach(self, cluster: dict[str, Any] | None) -> None:
@@ -41,11 +41,8 @@ class LossHistory:
         if self._asked_at is None or now - self._asked_at >= REFRESH_S:
             self._asked_at = now
             self._ask(ids)
-        if self._links or self._unread:  # (a first answer is in)
-            cluster[LOSS_HISTORY] = {
-                "links": {i: self._links[i] for i in ids if i in self._links},
-                "unread": [i for n, i in enumerate(ids) if i in self._unread or (
-                    i not in self._links and n >= MAX_LINKS)]}
+        if self._answered:
+            cluster[LOSS_HISTORY] = doctor_loss.reading(ids, self._links)
 
     def _ask(self, ids: list[str]) -> None:
         query = doctor_loss.history_query(self.clock())
@@ -53,10 +50,9 @@ class LossHistory:
             self.fetch(lid, query, lambda result, error, lid=lid: self._got(lid, result))
 
     def _got(self, lid: str, result: Any) -> None:
+        self._answered = True
         got = doctor_loss.kept(result)
         if got is None:
-            self._unread.add(lid)
             self._links.pop(lid, None)
         else:
-            self._unread.discard(lid)
             self._links[lid] = got
