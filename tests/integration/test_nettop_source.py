@@ -83,7 +83,7 @@ def stand(tmp_path):
 def test_each_link_gets_its_own_rate_over_nettops_own_interval(stand):
     """Two links through en0: 5 MB and 1 MB a second by nettop's sample times, whatever
     the ticks that read them; a sample is taken once the next one's header came."""
-    flows = Flows(FlowBytes(stand.source), name="nettop")
+    flows = Flows(FlowBytes(stand.source))
     links = [FlowLink("to-a", "en0", (ME,), A), FlowLink("to-b", "en0", (ME,), B)]
     t0 = 13 * 3600.0
     try:
@@ -183,7 +183,7 @@ def test_nettops_times_run_on_past_midnight(stand):
 def test_a_nettop_that_exits_or_falls_silent_is_an_error_and_is_ended(tmp_path, caplog):
     """Flows logs why and stops reading; the source ends its own child."""
     gone = NettopSource([sys.executable, "-c", "print('nettop: no such option')"])
-    flows = Flows(FlowBytes(gone), name="nettop")
+    flows = Flows(FlowBytes(gone))
     links = [FlowLink("to-a", "en0", (ME,), A), FlowLink("to-b", "en0", (ME,), B)]
     caplog.set_level("WARNING", "exotray.agent.hw.monitor")
     until(lambda: flows.tick(1.0, links, lambda _: True) or flows._failed)

@@ -29,7 +29,8 @@ class Connections:
         self.known: frozenset[bytes] = frozenset()
         self.totals: dict[tuple[bytes, bytes], list[int]] = {}
         self.at: float | None = None
-        self.source = SimpleNamespace(overflows=0)  # (the kernel's buffer never overflows)
+        # (Linux's socket diagnostics, whose buffer never overflows here)
+        self.source = SimpleNamespace(NAME="sockets", overflows=0)
 
     def read(self, wanted: frozenset[bytes], now: float) -> None:
         self.known, self.at = wanted, now

@@ -178,14 +178,14 @@ class Flows:
     """Per-link rates of the TCP bytes between its addresses, read where needed."""
 
     def __init__(self, reader: FlowBytes | None = None, platform: str = sys.platform,
-                 name: str | None = None) -> None:
+                 ) -> None:
         if reader is None and platform.startswith("linux"):
-            reader, name = FlowBytes(), "sockets"
+            reader = FlowBytes()
         elif reader is None and platform == "darwin" and shutil.which("nettop"):
-            reader, name = FlowBytes(NettopSource()), "nettop"
+            reader = FlowBytes(NettopSource())
         self.reader = reader
-        #: the snapshot's `flow_source` while rates are read, else None
-        self.name = (name or "sockets") if reader is not None else None
+        #: the snapshot's `flow_source` while rates are read (its source's), else None
+        self.name: str | None = reader.source.NAME if reader is not None else None
         #: link id -> its own rate, for the links of the carriers read at the last tick
         self.rates: dict[str, Rate] = {}
         self._carrying: dict[str, float] = {}  # carrier -> when it last carried

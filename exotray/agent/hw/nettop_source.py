@@ -57,6 +57,9 @@ def _controlling_terminal() -> None:
 class NettopSource:
     """The reader FlowBytes takes on macOS: the same calls as sockdiag.SockDiag."""
 
+    #: the snapshot's `flow_source` of what it reads (core/schema.FLOW_SOURCES)
+    NAME = "nettop"
+
     def __init__(self, command: Sequence[str] = COMMAND,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.command = tuple(command)

@@ -17,6 +17,7 @@ ms and +41 MiB a read of 200 connections on the development machine, against ~1 
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import socket
 import struct
@@ -78,6 +79,7 @@ class Conn(NamedTuple):
     key: bytes = b""
 
 
+@functools.lru_cache(maxsize=4096)
 def pack_address(text: str) -> bytes | None:
     """An address as the kernel gives it (an IPv6 scope dropped), None if not one."""
     text = text.split("%", 1)[0]
@@ -242,6 +244,9 @@ def tcp_opens(snmp: str) -> int | None:
 class SockDiag:
     """The two netlink sockets; `open()` before reading, `close()` when not needed (the
     kernel builds destroy messages only while someone listens)."""
+
+    #: the snapshot's `flow_source` of what it reads (core/schema.FLOW_SOURCES)
+    NAME = "sockets"
 
     def __init__(self) -> None:
         self._dump: socket.socket | None = None
