@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
-import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -115,16 +114,15 @@ class Discovery:
         #: what the system said when it refused an mDNS send (mdns_sockets.SendRefused)
         self.sends_refused: str | None = None
         self._hears = mdns_sockets.SendRefused(self._send_refused)
-        #: the agent's loop and its thread: zeroconf may log from a thread of its own
+        #: the agent's loop: zeroconf may log from a thread of its own
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread: int | None = None
 
     @property
     def running(self) -> bool:
         return bool(self.on)
 
     async def start(self, addresses: Iterable[str]) -> None:
-        self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+        self._loop = asyncio.get_running_loop()
         logging.getLogger("zeroconf").addHandler(self._hears)
         async with self._lock:
             await self._apply(tuple(sorted(set(addresses))))
@@ -250,7 +248,11 @@ class Discovery:
         """(Called by the logging handler, in whichever thread logged: the problem is
         made on the loop's, where the state it reads changes.)"""
         loop = self._loop
-        if loop is not None and threading.get_ident() != self._loop_thread:
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if loop is not None and here is not loop:
             with contextlib.suppress(RuntimeError):  # (a loop closed meanwhile: too late)
                 loop.call_soon_threadsafe(self._send_refused, why)
             return
