@@ -205,9 +205,12 @@ class JsonHandler(http.server.BaseHTTPRequestHandler):
     """A stand-in server's request handler: `answer(body)` sends a JSON reply (body, its
     length, the status), and requests are not logged. Subclasses write do_GET."""
 
-    def answer(self, body: bytes, status: int = 200) -> None:
+    def answer(self, body: bytes, status: int = 200,
+               headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("content-type", "application/json")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("content-length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)

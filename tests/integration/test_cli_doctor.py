@@ -11,8 +11,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from helpers import AgentProc, free_port, wait_for
+from helpers import AgentProc, JsonHandler, free_port, wait_for
 
 from exotray.core import doctor
 
@@ -97,84 +99,66 @@ def test_a_peer_that_answers_nothing_fails_reachable_exit_1(tmp_path):
         a.close()
 
 
-class _BusyOnce(http.server.BaseHTTPRequestHandler):
-    """An agent's stand-in busy (503, Retry-After 0) at the first read, then answering an
-    empty cluster."""
+class _StandIn(JsonHandler):
+    """An agent's stand-in with one link: `busy(path)` says whether to answer 503 (with
+    Retry-After 0) this time; asked paths are counted."""
 
-    tries = 0
+    asked: dict[str, int]
 
-    def log_message(self, *a) -> None:
-        pass
+    def busy(self, path: str) -> bool:
+        return False
 
     def do_GET(self):
-        type(self).tries += 1
-        if type(self).tries == 1:
-            body, code = b'{"error": "busy with other reads; try again in 1 s"}', 503
-        elif self.path.startswith("/v1/cluster"):
-            body, code = json.dumps({"nodes": [{"id": "a", "name": "a", "links": [],
-                                                "interfaces": []}]}).encode(), 200
+        path = self.path.split("?", 1)[0]
+        self.asked[path] = self.asked.get(path, 0) + 1
+        if self.busy(path):
+            self.answer(b'{"error": "busy with other reads; try again in 1 s"}', 503,
+                        {"retry-after": "0"})
+        elif path == "/v1/cluster":
+            link = {"id": "l1", "peer_id": "b", "peer_name": "b", "state": "up"}
+            self.answer(json.dumps({"nodes": [{"node": {"id": "a", "name": "a"},
+                                               "links": [link], "interfaces": []}]}).encode())
         else:
-            body, code = b'{"events": []}', 200
-        self.send_response(code)
-        self.send_header("content-type", "application/json")
-        self.send_header("retry-after", "0")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+            self.answer(b'{"events": []}')
+
+
+@contextmanager
+def _serving(handler: type[_StandIn]) -> Iterator[int]:
+    handler.asked = {}
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _BusyOnce(_StandIn):
+    def busy(self, path: str) -> bool:
+        return sum(self.asked.values()) == 1  # (the first read)
 
 
 def test_a_busy_agent_is_asked_again_after_its_retry_after_as_by_every_command():
     """Doctor read the agent its own way: a 503 from an agent busy with other reads was
     "no agent" (exit 3). It now waits for the Retry-After and asks again."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _BusyOnce)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        r = run("--json", "--port", str(server.server_address[1]))
-    finally:
-        server.shutdown()
-        server.server_close()
+    with _serving(_BusyOnce) as port:
+        r = run("--json", "--port", str(port))
     assert r.returncode in (0, 1), r.stderr
-    assert _BusyOnce.tries >= 3 and "checks" in json.loads(r.stdout)
+    assert _BusyOnce.asked["/v1/cluster"] == 2 and "checks" in json.loads(r.stdout)
 
 
-class _HistoryBusy(http.server.BaseHTTPRequestHandler):
-    """An agent's stand-in with one link, busy (503, Retry-After 0) for its history."""
-
-    history = 0
-
-    def log_message(self, *a) -> None:
-        pass
-
-    def do_GET(self):
-        code = 200
-        if self.path.startswith("/v1/cluster"):
-            link = {"id": "l1", "peer_id": "b", "peer_name": "b", "state": "up"}
-            body = json.dumps({"nodes": [{"node": {"id": "a", "name": "a"},
-                                          "links": [link], "interfaces": []}]}).encode()
-        elif self.path.startswith("/v1/history"):
-            type(self).history += 1
-            body, code = b'{"error": "busy with other history reads"}', 503
-        else:
-            body = b'{"events": []}'
-        self.send_response(code)
-        self.send_header("content-type", "application/json")
-        self.send_header("retry-after", "0")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+class _HistoryBusy(_StandIn):
+    def busy(self, path: str) -> bool:
+        return path == "/v1/history"
 
 
 def test_a_link_whose_history_is_busy_is_said_unread_after_one_ask():
     """The loss check's day of each link is read within a second's budget: an agent busy
     with other history reads leaves that link unread, not waited for (Retry-After) twice
     more."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HistoryBusy)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        r = run("--json", "--port", str(server.server_address[1]))
-    finally:
-        server.shutdown()
-        server.server_close()
+    with _serving(_HistoryBusy) as port:
+        r = run("--json", "--port", str(port))
     assert r.returncode in (0, 1), r.stderr
-    assert _HistoryBusy.history == 1
+    assert _HistoryBusy.asked["/v1/history"] == 1
     assert "history not read" in checks(r)["loss"]["summary"]
