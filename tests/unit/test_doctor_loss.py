@@ -87,14 +87,19 @@ def test_a_burst_counts_by_the_share_of_its_minutes_probes(tmp_path):
     assert f"lost 20 % of probes for 60 s at {hhmm(NOW - 7 * HOUR)}" in c.summary
 
 
-def test_loss_that_goes_on_fails_and_says_since_when(tmp_path):
+def _ten_minutes_at_20_percent_read_at(tmp_path, read_at: float) -> dict:
+    """The reading of link "ab", read at `read_at`: its last 10 min lost 20 %."""
     db = HistoryDB(tmp_path / "history.db", 30 * 86400.0)
     try:
-        db.write(NOW, _rows(NOW - 600, 600, 0.2), [])
-        got = db.query("link", "ab", NOW - 86400, NOW, HISTORY_POINTS, NOW)
+        db.write(read_at, _rows(read_at - 600, 600, 0.2), [])
+        got = db.query("link", "ab", read_at - 86400, read_at, HISTORY_POINTS, read_at)
     finally:
         db.close()
-    history = {"links": {"ab": {**got, "interval_s": 1.0}}, "unread": []}
+    return {"links": {"ab": {**got, "interval_s": 1.0, "until": read_at}}, "unread": []}
+
+
+def test_loss_that_goes_on_fails_and_says_since_when(tmp_path):
+    history = _ten_minutes_at_20_percent_read_at(tmp_path, NOW)
     c = check(history)
     assert c.status == "fail"
     assert c.summary == (f"a → b via eth0 lost 20 % of probes since {hhmm(NOW - 600)} "
@@ -110,15 +115,7 @@ def test_loss_still_on_when_read_stays_on_until_read_again(tmp_path):
     """The tray reads a link's day every few minutes: a stretch going on when the day was
     read (its answer's `until`) is still on for the checks run until the next read, not
     taken for ended when its newest row grows older than two buckets."""
-    read_at = NOW - 200
-    db = HistoryDB(tmp_path / "history.db", 30 * 86400.0)
-    try:
-        db.write(read_at, _rows(read_at - 600, 600, 0.2), [])
-        got = db.query("link", "ab", read_at - 86400, read_at, HISTORY_POINTS, read_at)
-    finally:
-        db.close()
-    history = {"links": {"ab": {**got, "interval_s": 1.0, "until": read_at}}, "unread": []}
-    c = check(history)
+    c = check(_ten_minutes_at_20_percent_read_at(tmp_path, NOW - 200))
     assert c.status == "fail" and "still on" in c.summary, c.summary
 
 
